@@ -1,0 +1,53 @@
+// Code objects: what a frame's code says (names, file, line table), and a cheap fingerprint
+// that tells whether a cached code object is still the one at its address.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "spyglass/process/memory.hpp"
+#include "spyglass/python/target.hpp"
+
+namespace spyglass::python {
+
+// Fields of a code object's header that change when the address is reused by another object.
+struct CodeFingerprint {
+    Address type = 0, filename = 0, name = 0, qualname = 0, line_table = 0, code = 0;
+    std::int64_t size = 0; // ob_size (3.11+: code units)
+    std::int32_t first_line = 0;
+    friend bool operator==(const CodeFingerprint&, const CodeFingerprint&) = default;
+};
+
+// Bytes of the code object's header to read for the fingerprint and the fields below.
+std::size_t code_header_size(const Layout& layout) noexcept;
+CodeFingerprint code_fingerprint(const Layout& layout,
+                                 std::span<const std::uint8_t> header) noexcept;
+
+struct CodeInfo {
+    CodeFingerprint fingerprint;
+    std::string name;
+    std::string qualname; // co_qualname on 3.11+, else the name
+    std::string filename;
+    int first_line = 0;
+    std::vector<std::uint8_t> line_table;
+    std::int32_t length = 0;          // bytes of co_code (<= 3.10) or code units (3.11+)
+    std::int32_t first_traceable = 0; // 3.11+: offsets below it have not started running
+    std::int32_t argcount = 0;
+    std::int32_t nlocals = 0; // co_nlocals (<= 3.10) or co_nlocalsplus (3.11+)
+    Address local_names = 0;  // tuple: co_varnames (<= 3.10) or co_localsplusnames
+    Address local_kinds = 0;  // bytes: co_localspluskinds (3.11+)
+};
+
+inline constexpr std::size_t kMaxLineTableBytes = 1u << 20;
+
+// Reads and validates the code object at `code` (its type must be the code type when known).
+process::ReadStatus read_code(process::RemoteMemory& memory, const Layout& layout,
+                              const TypeAddresses& types, Address code, CodeInfo& out);
+
+// The source line of the instruction at `offset` (as RawFrame::offset counts it); a frame that
+// has not started (-1) or an instruction without a line reports the first line.
+int code_line(const Layout& layout, const CodeInfo& code, std::int32_t offset) noexcept;
+
+} // namespace spyglass::python

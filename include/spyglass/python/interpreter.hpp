@@ -1,0 +1,82 @@
+// A CPython process seen from outside: its thread states, their OS thread ids, the GIL holder,
+// and a stack walker for its frame model. Built by attach() (discovery) or, in tests, from a
+// TargetInfo over fake memory.
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include <sys/types.h>
+
+#include "spyglass/error.hpp"
+#include "spyglass/process/memory.hpp"
+#include "spyglass/python/stack_walker.hpp"
+#include "spyglass/python/target.hpp"
+
+namespace spyglass::python {
+
+inline constexpr std::size_t kMaxInterpreters = 64;
+inline constexpr std::size_t kMaxThreads = 4096;
+
+struct ThreadRecord {
+    Address tstate = 0;
+    Address interp = 0;
+    std::uint64_t thread_id = 0; // pthread_t, as threading.get_ident() reports it
+    pid_t tid = 0;               // kernel thread id; 0 if it could not be found
+    Address frame = 0;           // <= 3.10: tstate->frame; 3.13+: tstate->current_frame
+    Address cframe = 0;          // 3.11 / 3.12: tstate->cframe (the head is cframe->current_frame)
+    Address datastack_chunk = 0; // 3.11+
+    Address datastack_top = 0;   // 3.11+
+    std::int8_t holds_gil = -1;  // from the thread state itself (3.13+); -1 = ask gil_holder()
+    std::uint32_t interp_index = 0; // 0 = newest interpreter
+};
+
+struct AttachOptions {
+    bool verbose = false;
+};
+
+class PythonProcess {
+  public:
+    PythonProcess(std::unique_ptr<process::RemoteMemory> memory, TargetInfo target);
+    ~PythonProcess();
+
+    // Finds the interpreter in a live process (see discovery.hpp) and reads it through
+    // process_vm_readv.
+    static Result<std::unique_ptr<PythonProcess>> attach(pid_t pid,
+                                                         const AttachOptions& options = {});
+
+    [[nodiscard]] const TargetInfo& target() const noexcept { return target_; }
+    [[nodiscard]] const Layout& layout() const noexcept { return target_.layout; }
+    [[nodiscard]] process::RemoteMemory& memory() noexcept { return *memory_; }
+    [[nodiscard]] StackWalker& walker() noexcept { return *walker_; }
+    [[nodiscard]] pid_t pid() const noexcept { return target_.pid; }
+
+    // Every thread state of every interpreter (newest interpreter first, each list newest thread
+    // first). Bounded by kMaxInterpreters and kMaxThreads; a cycle ends a list.
+    process::ReadStatus read_threads(std::vector<ThreadRecord>& out);
+
+    // The addresses of the interpreter states, newest first.
+    process::ReadStatus read_interpreters(std::vector<Address>& out);
+
+    // The thread state holding `interp`'s GIL, 0 when nobody holds it.
+    std::expected<Address, ReadError> gil_holder(Address interp);
+
+  private:
+    pid_t tid_for(Address tstate, std::uint64_t thread_id);
+
+    std::unique_ptr<process::RemoteMemory> memory_;
+    TargetInfo target_;
+    std::unique_ptr<StackWalker> walker_;
+    std::size_t tstate_read_size_ = 0;
+    std::vector<std::uint8_t> tstate_buffer_;
+    std::vector<Address> interps_;
+    std::unordered_map<Address, Address> gil_of_interp_; // 3.12+: interp -> its gil struct
+    struct TidEntry {
+        std::uint64_t thread_id;
+        pid_t tid;
+    };
+    std::unordered_map<Address, TidEntry> tid_cache_; // tstate -> tid
+};
+
+} // namespace spyglass::python

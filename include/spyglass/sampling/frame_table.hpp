@@ -1,0 +1,91 @@
+// Interned strings, frames and stacks: a sample refers to its stack by a small integer, and each
+// distinct function/file/line exists once however many samples contain it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace spyglass::sampling {
+
+using StringId = std::uint32_t;
+using FrameId = std::uint32_t;
+using StackId = std::uint32_t;
+
+class StringTable {
+  public:
+    StringTable() { intern(""); } // id 0 is the empty string
+    StringId intern(std::string_view text);
+    [[nodiscard]] std::string_view view(StringId id) const noexcept { return strings_[id]; }
+    [[nodiscard]] std::size_t size() const noexcept { return strings_.size(); }
+
+  private:
+    std::deque<std::string> strings_; // stable addresses for the views in index_
+    std::unordered_map<std::string_view, StringId> index_;
+};
+
+enum class FrameKind : std::uint8_t {
+    python,
+    native,
+    marker, // a pseudo-frame: <truncated>, <torn>, a thread root with --threads
+};
+
+struct Frame {
+    StringId function = 0; // qualified name on 3.11+
+    StringId file = 0;
+    std::int32_t line = 0;       // 0 = not shown (--nolineno)
+    std::int32_t first_line = 0; // the function's first line
+    FrameKind kind = FrameKind::python;
+    friend bool operator==(const Frame&, const Frame&) = default;
+};
+
+class FrameTable {
+  public:
+    FrameId intern(const Frame& frame);
+    [[nodiscard]] const Frame& get(FrameId id) const noexcept { return frames_[id]; }
+    [[nodiscard]] std::size_t size() const noexcept { return frames_.size(); }
+    [[nodiscard]] std::span<const Frame> frames() const noexcept { return frames_; }
+    StringTable& strings() noexcept { return strings_; }
+    [[nodiscard]] const StringTable& strings() const noexcept { return strings_; }
+
+    // A marker frame with the given text as its function name.
+    FrameId marker(std::string_view text);
+
+  private:
+    struct Hash {
+        std::size_t operator()(const Frame& f) const noexcept;
+    };
+    StringTable strings_;
+    std::vector<Frame> frames_;
+    std::unordered_map<Frame, FrameId, Hash> index_;
+};
+
+// Stacks as sequences of frame ids, innermost first, stored back to back.
+class StackTable {
+  public:
+    StackTable() { intern({}); } // id 0 is the empty stack
+    StackId intern(std::span<const FrameId> frames);
+    [[nodiscard]] std::span<const FrameId> get(StackId id) const noexcept {
+        const Entry& e = entries_[id];
+        return {pool_.data() + e.offset, e.length};
+    }
+    [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
+    [[nodiscard]] std::size_t frame_count() const noexcept { return pool_.size(); }
+
+  private:
+    struct Entry {
+        std::uint32_t offset;
+        std::uint32_t length;
+        std::uint64_t hash;
+    };
+    static std::uint64_t hash(std::span<const FrameId> frames) noexcept;
+    std::vector<FrameId> pool_;
+    std::vector<Entry> entries_;
+    std::unordered_multimap<std::uint64_t, StackId> index_;
+};
+
+} // namespace spyglass::sampling

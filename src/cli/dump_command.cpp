@@ -1,0 +1,32 @@
+// spyglass dump: attach, read every thread once, print.
+#include <cstdio>
+
+#include "spyglass/cli/options.hpp"
+#include "spyglass/output/dump.hpp"
+#include "spyglass/python/interpreter.hpp"
+#include "spyglass/sampling/snapshot.hpp"
+
+namespace spyglass::cli {
+
+int run_dump(const DumpOptions& options) {
+    auto process = python::PythonProcess::attach(options.pid);
+    if (!process) {
+        print_error(process.error().message);
+        return 1;
+    }
+    sampling::FrameTable frames;
+    sampling::SnapshotOptions snapshot_options;
+    snapshot_options.locals = options.locals;
+    snapshot_options.blocking = options.blocking;
+    auto snapshot = sampling::take_snapshot(**process, frames, snapshot_options);
+    if (!snapshot) {
+        print_error(snapshot.error().message);
+        return 1;
+    }
+    std::string text = options.json ? output::format_dump_json(*snapshot, frames)
+                                    : output::format_dump_text(*snapshot, frames);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return std::fflush(stdout) == 0 ? 0 : 1;
+}
+
+} // namespace spyglass::cli

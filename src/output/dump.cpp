@@ -1,0 +1,135 @@
+#include "spyglass/output/dump.hpp"
+
+#include <fmt/format.h>
+
+#include "spyglass/output/json_writer.hpp"
+
+namespace spyglass::output {
+
+namespace {
+
+std::string join(const std::vector<std::string>& words) {
+    std::string out;
+    for (const std::string& word : words) {
+        if (!out.empty()) out.push_back(' ');
+        out += word;
+    }
+    return out;
+}
+
+std::string thread_state(const sampling::ThreadSnapshot& thread) {
+    std::string state = thread.on_cpu ? "active" : "idle";
+    if (thread.holds_gil) state += ", +gil";
+    return state;
+}
+
+} // namespace
+
+std::string format_dump_text(const sampling::ProcessSnapshot& snapshot,
+                             const sampling::FrameTable& frames) {
+    std::string out;
+    auto it = std::back_inserter(out);
+    fmt::format_to(it, "Process {}: {}\n", snapshot.pid, join(snapshot.command));
+    fmt::format_to(it, "Python {} ({})\n", snapshot.version.to_string(), snapshot.executable);
+    for (const std::string& note : snapshot.notes)
+        fmt::format_to(it, "note: {}\n", note);
+    const sampling::StringTable& strings = frames.strings();
+    for (const sampling::ThreadSnapshot& thread : snapshot.threads) {
+        fmt::format_to(it, "\nThread {} [0x{:x}] \"{}\" ({}){}\n", thread.tid, thread.thread_id,
+                       thread.name, thread_state(thread),
+                       thread.interp_index > 0
+                           ? fmt::format(" in sub-interpreter {}", thread.interp_index)
+                           : "");
+        if (thread.frames.empty()) out += "    (no Python frames)\n";
+        for (std::size_t i = 0; i < thread.frames.size(); ++i) {
+            const sampling::Frame& frame = frames.get(thread.frames[i]);
+            if (frame.kind == sampling::FrameKind::marker) {
+                fmt::format_to(it, "    {}\n", strings.view(frame.function));
+                continue;
+            }
+            fmt::format_to(it, "    {} ({}:{})\n", strings.view(frame.function),
+                           strings.view(frame.file), frame.line);
+            if (i < thread.locals.size()) {
+                bool any_argument = false, any_local = false;
+                for (const auto& local : thread.locals[i])
+                    (local.argument ? any_argument : any_local) = true;
+                for (int pass = 0; pass < 2; ++pass) {
+                    bool arguments = pass == 0;
+                    if (arguments ? !any_argument : !any_local) continue;
+                    out += arguments ? "        Arguments:\n" : "        Locals:\n";
+                    for (const auto& local : thread.locals[i])
+                        if (local.argument == arguments)
+                            fmt::format_to(it, "            {} = {}\n", local.name, local.value);
+                }
+            }
+        }
+        if (thread.outcome == sampling::StackOutcome::torn)
+            out += "    <the stack kept changing while it was read; frames may be mixed>\n";
+    }
+    return out;
+}
+
+std::string format_dump_json(const sampling::ProcessSnapshot& snapshot,
+                             const sampling::FrameTable& frames) {
+    std::string out;
+    JsonWriter json(out);
+    const sampling::StringTable& strings = frames.strings();
+    json.begin_object();
+    json.field("pid", static_cast<std::int64_t>(snapshot.pid));
+    json.key("command").begin_array();
+    for (const std::string& word : snapshot.command)
+        json.value(word);
+    json.end_array();
+    json.field("python_version", snapshot.version.to_string());
+    json.field("executable", snapshot.executable);
+    json.field("python_binary", snapshot.python_binary);
+    json.key("notes").begin_array();
+    for (const std::string& note : snapshot.notes)
+        json.value(note);
+    json.end_array();
+    json.key("threads").begin_array();
+    for (const sampling::ThreadSnapshot& thread : snapshot.threads) {
+        json.begin_object();
+        json.field("tid", static_cast<std::int64_t>(thread.tid));
+        json.field("thread_id", thread.thread_id);
+        json.field("name", thread.name);
+        json.field("state", thread.on_cpu ? "active" : "idle");
+        json.field("os_state", std::string_view(&thread.os_state, 1));
+        json.field("gil", thread.holds_gil);
+        json.field("interpreter", thread.interp_index);
+        json.field("stack", sampling::stack_outcome_name(thread.outcome));
+        json.key("frames").begin_array();
+        for (std::size_t i = 0; i < thread.frames.size(); ++i) {
+            const sampling::Frame& frame = frames.get(thread.frames[i]);
+            json.begin_object();
+            json.field("function", strings.view(frame.function));
+            if (frame.kind == sampling::FrameKind::marker) {
+                json.field("marker", true);
+            } else {
+                json.field("file", strings.view(frame.file));
+                json.field("line", frame.line);
+                json.field("first_line", frame.first_line);
+            }
+            if (i < thread.locals.size()) {
+                json.key("locals").begin_array();
+                for (const auto& local : thread.locals[i]) {
+                    json.begin_object();
+                    json.field("name", local.name);
+                    json.field("value", local.value);
+                    json.field("argument", local.argument);
+                    json.end_object();
+                }
+                json.end_array();
+            }
+            json.end_object();
+        }
+        json.end_array();
+        json.end_object();
+    }
+    json.end_array();
+    json.end_object();
+    out.push_back('\n');
+    return out;
+}
+
+} // namespace spyglass::output

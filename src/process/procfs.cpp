@@ -1,0 +1,311 @@
+#include "spyglass/process/procfs.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <csignal>
+#include <cstring>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace spyglass::process {
+
+namespace {
+
+std::string proc_path(pid_t pid, std::string_view rest) {
+    std::string path = "/proc/" + std::to_string(pid);
+    path += rest;
+    return path;
+}
+
+template <class T>
+bool parse_number(std::string_view text, T& out, int base = 10) {
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out, base);
+    return ec == std::errc() && end == text.data() + text.size();
+}
+
+std::string_view next_field(std::string_view& text) {
+    std::size_t begin = text.find_first_not_of(' ');
+    if (begin == std::string_view::npos) {
+        text = {};
+        return {};
+    }
+    std::size_t end = text.find(' ', begin);
+    std::string_view field = text.substr(begin, end == std::string_view::npos ? end : end - begin);
+    text = end == std::string_view::npos ? std::string_view{} : text.substr(end);
+    return field;
+}
+
+Error errno_error(int err, pid_t pid, std::string_view what) {
+    if (err == ENOENT || err == ESRCH)
+        return Error{Errc::process_gone, fmt::format("process {} does not exist", pid)};
+    if (err == EACCES || err == EPERM)
+        return Error{Errc::permission_denied, fmt::format("cannot read {} of process {}: {}", what,
+                                                          pid, std::strerror(err))};
+    return Error{Errc::io,
+                 fmt::format("cannot read {} of process {}: {}", what, pid, std::strerror(err))};
+}
+
+} // namespace
+
+std::optional<std::string> read_small_file(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    std::string out;
+    char buffer[4096];
+    for (;;) {
+        ssize_t got = ::read(fd, buffer, sizeof buffer);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        out.append(buffer, static_cast<std::size_t>(got));
+    }
+    ::close(fd);
+    return out;
+}
+
+std::vector<MapEntry> parse_maps(std::string_view text) {
+    std::vector<MapEntry> maps;
+    while (!text.empty()) {
+        std::size_t eol = text.find('\n');
+        std::string_view line = text.substr(0, eol);
+        text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
+
+        std::string_view rest = line;
+        std::string_view range = next_field(rest);
+        std::string_view perms = next_field(rest);
+        std::string_view offset = next_field(rest);
+        std::string_view device = next_field(rest);
+        std::string_view inode = next_field(rest);
+        std::size_t dash = range.find('-');
+        MapEntry entry;
+        if (dash == std::string_view::npos || perms.size() < 4 || device.empty() ||
+            !parse_number(range.substr(0, dash), entry.start, 16) ||
+            !parse_number(range.substr(dash + 1), entry.end, 16) ||
+            !parse_number(offset, entry.offset, 16) || !parse_number(inode, entry.inode))
+            continue;
+        entry.readable = perms[0] == 'r';
+        entry.writable = perms[1] == 'w';
+        entry.executable = perms[2] == 'x';
+        std::size_t path_begin = rest.find_first_not_of(' ');
+        if (path_begin != std::string_view::npos) entry.path = std::string(rest.substr(path_begin));
+        maps.push_back(std::move(entry));
+    }
+    return maps;
+}
+
+Result<std::vector<MapEntry>> read_maps(pid_t pid) {
+    errno = 0;
+    auto text = read_small_file(proc_path(pid, "/maps"));
+    if (!text) return std::unexpected(errno_error(errno, pid, "the memory map"));
+    if (text->empty() && !process_exists(pid))
+        return fail(Errc::process_gone, "process {} exited", pid);
+    return parse_maps(*text);
+}
+
+AddressSpace::AddressSpace(const std::vector<MapEntry>& maps) {
+    for (const MapEntry& entry : maps) {
+        if (!entry.readable) continue;
+        if (!ranges_.empty() && ranges_.back().second == entry.start)
+            ranges_.back().second = entry.end;
+        else
+            ranges_.emplace_back(entry.start, entry.end);
+    }
+    std::sort(ranges_.begin(), ranges_.end());
+}
+
+bool AddressSpace::readable(std::uint64_t address, std::uint64_t length) const noexcept {
+    auto it = std::upper_bound(ranges_.begin(), ranges_.end(), address,
+                               [](std::uint64_t a, const auto& range) { return a < range.first; });
+    if (it == ranges_.begin()) return false;
+    --it;
+    return address >= it->first && address + length <= it->second && address + length >= address;
+}
+
+std::optional<TaskStat> parse_stat(std::string_view text) {
+    std::size_t open = text.find('(');
+    std::size_t close = text.rfind(')');
+    if (open == std::string_view::npos || close == std::string_view::npos || close < open)
+        return std::nullopt;
+    TaskStat stat;
+    stat.comm = std::string(text.substr(open + 1, close - open - 1));
+    std::string_view rest = text.substr(close + 1);
+    // Fields after the name, counted from 3 as in proc(5).
+    std::string_view fields[20];
+    for (auto& field : fields)
+        field = next_field(rest);
+    if (fields[0].size() != 1) return std::nullopt;
+    stat.state = fields[0][0];
+    // field 4 ppid, 14 utime, 15 stime, 22 starttime -> indexes 1, 11, 12, 19
+    if (!parse_number(fields[1], stat.ppid) || !parse_number(fields[11], stat.utime_ticks) ||
+        !parse_number(fields[12], stat.stime_ticks) || !parse_number(fields[19], stat.start_ticks))
+        return std::nullopt;
+    return stat;
+}
+
+Result<TaskStat> read_stat(pid_t pid) {
+    errno = 0;
+    auto text = read_small_file(proc_path(pid, "/stat"));
+    if (!text) return std::unexpected(errno_error(errno, pid, "the status"));
+    auto stat = parse_stat(*text);
+    if (!stat) return fail(Errc::corrupt, "cannot parse /proc/{}/stat", pid);
+    return *stat;
+}
+
+Result<TaskStat> read_task_stat(pid_t pid, pid_t tid) {
+    errno = 0;
+    auto text = read_small_file(proc_path(pid, "/task/" + std::to_string(tid) + "/stat"));
+    if (!text) return std::unexpected(errno_error(errno, pid, "a thread status"));
+    auto stat = parse_stat(*text);
+    if (!stat) return fail(Errc::corrupt, "cannot parse /proc/{}/task/{}/stat", pid, tid);
+    return *stat;
+}
+
+Result<std::vector<pid_t>> list_tasks(pid_t pid) {
+    std::string path = proc_path(pid, "/task");
+    DIR* dir = ::opendir(path.c_str());
+    if (dir == nullptr) return std::unexpected(errno_error(errno, pid, "the thread list"));
+    std::vector<pid_t> tids;
+    while (dirent* entry = ::readdir(dir)) {
+        pid_t tid = 0;
+        if (parse_number(std::string_view(entry->d_name), tid)) tids.push_back(tid);
+    }
+    ::closedir(dir);
+    std::sort(tids.begin(), tids.end());
+    return tids;
+}
+
+std::optional<std::string> task_comm(pid_t pid, pid_t tid) {
+    auto text = read_small_file(proc_path(pid, "/task/" + std::to_string(tid) + "/comm"));
+    if (!text) return std::nullopt;
+    while (!text->empty() && text->back() == '\n')
+        text->pop_back();
+    return text;
+}
+
+Result<std::string> exe_path(pid_t pid) {
+    std::string link = proc_path(pid, "/exe");
+    char buffer[4096];
+    ssize_t n = ::readlink(link.c_str(), buffer, sizeof buffer - 1);
+    if (n < 0) return std::unexpected(errno_error(errno, pid, "the executable path"));
+    std::string path(buffer, static_cast<std::size_t>(n));
+    constexpr std::string_view deleted = " (deleted)";
+    if (path.ends_with(deleted)) path.resize(path.size() - deleted.size());
+    return path;
+}
+
+std::vector<std::string> cmdline(pid_t pid) {
+    std::vector<std::string> args;
+    auto text = read_small_file(proc_path(pid, "/cmdline"));
+    if (!text) return args;
+    std::string_view rest = *text;
+    while (!rest.empty()) {
+        std::size_t nul = rest.find('\0');
+        args.emplace_back(rest.substr(0, nul));
+        if (nul == std::string_view::npos) break;
+        rest = rest.substr(nul + 1);
+    }
+    return args;
+}
+
+bool process_exists(pid_t pid) noexcept {
+    if (pid <= 0) return false;
+    if (::kill(pid, 0) == 0) return true;
+    return errno == EPERM;
+}
+
+std::vector<pid_t> list_children(pid_t parent) {
+    std::vector<pid_t> children;
+    DIR* dir = ::opendir("/proc");
+    if (dir == nullptr) return children;
+    while (dirent* entry = ::readdir(dir)) {
+        pid_t pid = 0;
+        if (!parse_number(std::string_view(entry->d_name), pid)) continue;
+        auto text = read_small_file("/proc/" + std::string(entry->d_name) + "/stat");
+        if (!text) continue;
+        auto stat = parse_stat(*text);
+        if (stat && stat->ppid == parent) children.push_back(pid);
+    }
+    ::closedir(dir);
+    std::sort(children.begin(), children.end());
+    return children;
+}
+
+pid_t namespaced_pid(pid_t pid) {
+    auto text = read_small_file(proc_path(pid, "/status"));
+    if (!text) return pid;
+    std::size_t at = text->find("\nNSpid:");
+    if (at == std::string::npos) return pid;
+    std::string line = text->substr(at + 7, text->find('\n', at + 1) - at - 7);
+    std::replace(line.begin(), line.end(), '\t', ' ');
+    std::string_view rest = line;
+    pid_t last = pid;
+    for (std::string_view field = next_field(rest); !field.empty(); field = next_field(rest)) {
+        pid_t value = 0;
+        if (parse_number(field, value)) last = value;
+    }
+    return last;
+}
+
+std::string path_in_target(pid_t pid, std::string_view path) {
+    std::string result = proc_path(pid, "/root");
+    result += path;
+    return result;
+}
+
+TaskStatReader::TaskStatReader(pid_t pid, pid_t tid) noexcept : pid_(pid), tid_(tid) {
+    std::string base = proc_path(pid, "/task/" + std::to_string(tid));
+    stat_fd_ = ::open((base + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+    schedstat_fd_ = ::open((base + "/schedstat").c_str(), O_RDONLY | O_CLOEXEC);
+}
+
+TaskStatReader::~TaskStatReader() {
+    close_all();
+}
+
+TaskStatReader::TaskStatReader(TaskStatReader&& other) noexcept
+    : pid_(other.pid_), tid_(other.tid_), stat_fd_(other.stat_fd_),
+      schedstat_fd_(other.schedstat_fd_) {
+    other.stat_fd_ = other.schedstat_fd_ = -1;
+}
+
+TaskStatReader& TaskStatReader::operator=(TaskStatReader&& other) noexcept {
+    if (this != &other) {
+        close_all();
+        pid_ = other.pid_;
+        tid_ = other.tid_;
+        stat_fd_ = std::exchange(other.stat_fd_, -1);
+        schedstat_fd_ = std::exchange(other.schedstat_fd_, -1);
+    }
+    return *this;
+}
+
+void TaskStatReader::close_all() noexcept {
+    if (stat_fd_ >= 0) ::close(stat_fd_);
+    if (schedstat_fd_ >= 0) ::close(schedstat_fd_);
+    stat_fd_ = schedstat_fd_ = -1;
+}
+
+std::expected<TaskStatReader::Reading, Errc> TaskStatReader::read() noexcept {
+    if (stat_fd_ < 0) return std::unexpected(Errc::process_gone);
+    Reading reading;
+    char buffer[512];
+    ssize_t n = ::pread(stat_fd_, buffer, sizeof buffer - 1, 0);
+    if (n <= 0) return std::unexpected(Errc::process_gone);
+    std::string_view text(buffer, static_cast<std::size_t>(n));
+    std::size_t close = text.rfind(')');
+    if (close == std::string_view::npos || close + 2 >= text.size())
+        return std::unexpected(Errc::corrupt);
+    reading.state = text[close + 2];
+    if (schedstat_fd_ >= 0) {
+        n = ::pread(schedstat_fd_, buffer, sizeof buffer - 1, 0);
+        if (n > 0) {
+            std::string_view sched(buffer, static_cast<std::size_t>(n));
+            std::from_chars(sched.data(), sched.data() + sched.size(), reading.run_ns);
+        }
+    }
+    return reading;
+}
+
+} // namespace spyglass::process

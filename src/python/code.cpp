@@ -1,0 +1,112 @@
+#include "spyglass/python/code.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "spyglass/python/line_table.hpp"
+#include "spyglass/python/strings.hpp"
+
+namespace spyglass::python {
+
+namespace {
+
+template <class T>
+T load(std::span<const std::uint8_t> bytes, std::uint32_t offset) {
+    T value{};
+    if (offset != kAbsent && offset + sizeof(T) <= bytes.size())
+        std::memcpy(&value, bytes.data() + offset, sizeof value);
+    return value;
+}
+
+} // namespace
+
+std::size_t code_header_size(const Layout& layout) noexcept {
+    const LayoutOffsets& o = layout.off;
+    std::uint32_t end = 0;
+    for (std::uint32_t offset :
+         {o.object_type, o.var_size, o.code_firstlineno, o.code_filename, o.code_name,
+          o.code_qualname, o.code_linetable, o.code_code, o.code_firsttraceable, o.code_argcount,
+          o.code_nlocals, o.code_nlocalsplus, o.code_varnames, o.code_localsplusnames,
+          o.code_localspluskinds})
+        if (offset != kAbsent) end = std::max(end, offset + 8);
+    return end;
+}
+
+CodeFingerprint code_fingerprint(const Layout& layout,
+                                 std::span<const std::uint8_t> header) noexcept {
+    const LayoutOffsets& o = layout.off;
+    CodeFingerprint fp;
+    fp.type = load<std::uint64_t>(header, o.object_type);
+    fp.filename = load<std::uint64_t>(header, o.code_filename);
+    fp.name = load<std::uint64_t>(header, o.code_name);
+    fp.qualname = load<std::uint64_t>(header, o.code_qualname);
+    fp.line_table = load<std::uint64_t>(header, o.code_linetable);
+    fp.code = load<std::uint64_t>(header, o.code_code);
+    if (layout.frame_model == FrameModel::interpreter_frames)
+        fp.size = load<std::int64_t>(header, o.var_size);
+    fp.first_line = load<std::int32_t>(header, o.code_firstlineno);
+    return fp;
+}
+
+process::ReadStatus read_code(process::RemoteMemory& memory, const Layout& layout,
+                              const TypeAddresses& types, Address code, CodeInfo& out) {
+    const LayoutOffsets& o = layout.off;
+    std::uint8_t buffer[512];
+    std::size_t size = code_header_size(layout);
+    if (code == 0 || size > sizeof buffer) return std::unexpected(ReadError{Errc::corrupt, code});
+    if (auto status = memory.read(code, buffer, size); !status) return status;
+    std::span<const std::uint8_t> header(buffer, size);
+    out.fingerprint = code_fingerprint(layout, header);
+    if (types.code != 0 && out.fingerprint.type != types.code)
+        return std::unexpected(ReadError{Errc::corrupt, code});
+
+    Address name_type = types.name_type(layout);
+    out.name.clear();
+    out.qualname.clear();
+    out.filename.clear();
+    if (auto s = read_str(memory, layout, out.fingerprint.name, out.name, name_type); !s) return s;
+    if (out.fingerprint.qualname != 0) {
+        if (auto s = read_str(memory, layout, out.fingerprint.qualname, out.qualname, name_type);
+            !s)
+            return s;
+    } else {
+        out.qualname = out.name;
+    }
+    if (auto s = read_str(memory, layout, out.fingerprint.filename, out.filename, name_type); !s)
+        return s;
+    if (auto s = read_bytes(memory, layout, out.fingerprint.line_table, out.line_table,
+                            kMaxLineTableBytes, types.bytes_type(layout));
+        !s)
+        return s;
+    out.first_line = out.fingerprint.first_line;
+    out.argcount = load<std::int32_t>(header, o.code_argcount);
+    if (layout.frame_model == FrameModel::interpreter_frames) {
+        if (out.fingerprint.size <= 0 || out.fingerprint.size > (1 << 28))
+            return std::unexpected(ReadError{Errc::corrupt, code});
+        out.length = static_cast<std::int32_t>(out.fingerprint.size);
+        out.first_traceable = load<std::int32_t>(header, o.code_firsttraceable);
+        out.nlocals = load<std::int32_t>(header, o.code_nlocalsplus);
+        out.local_names = load<std::uint64_t>(header, o.code_localsplusnames);
+        out.local_kinds = load<std::uint64_t>(header, o.code_localspluskinds);
+    } else {
+        // The length of co_code bounds f_lasti.
+        auto length = memory.read_value<std::int64_t>(out.fingerprint.code + o.var_size);
+        if (!length) return std::unexpected(length.error());
+        if (*length <= 0 || *length > (1 << 28))
+            return std::unexpected(ReadError{Errc::corrupt, code});
+        out.length = static_cast<std::int32_t>(*length);
+        out.first_traceable = 0;
+        out.nlocals = load<std::int32_t>(header, o.code_nlocals);
+        out.local_names = load<std::uint64_t>(header, o.code_varnames);
+    }
+    if (out.first_traceable < 0 || out.first_traceable > out.length) out.first_traceable = 0;
+    return {};
+}
+
+int code_line(const Layout& layout, const CodeInfo& code, std::int32_t offset) noexcept {
+    if (offset < 0) return code.first_line;
+    int line = line_for_offset(layout.line_table, code.line_table, code.first_line, offset);
+    return line == kNoLine ? code.first_line : line;
+}
+
+} // namespace spyglass::python

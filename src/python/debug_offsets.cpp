@@ -1,0 +1,298 @@
+#include "spyglass/python/debug_offsets.hpp"
+
+#include <cstring>
+
+namespace spyglass::python {
+
+namespace {
+
+using Member = std::uint32_t LayoutOffsets::*;
+
+struct Field {
+    std::uint16_t position; // byte position of the uint64 inside _Py_DebugOffsets
+    Member member;
+};
+
+struct Section {
+    const char* name;
+    std::uint16_t size_position;
+    Member size_member; // nullptr when the layout does not keep the struct size
+    std::initializer_list<Field> fields;
+};
+
+struct Descriptor {
+    int minor;           // the minor version whose header this describes
+    bool measured;       // positions measured from installed headers (else derived from sources)
+    std::uint16_t total; // sizeof(_Py_DebugOffsets)
+    std::uint16_t gil_base, gil_locked, gil_holder; // interpreter_state.gil_runtime_state*
+    std::initializer_list<Section> sections;
+};
+
+// 3.13: measured with an offsetof probe against the 3.13.0 headers (docs/cpython-internals.md).
+const Descriptor kDescriptor313{
+    13,
+    true,
+    584,
+    120,
+    136,
+    144,
+    {
+        {"runtime_state",
+         24,
+         &LayoutOffsets::runtime_size,
+         {{40, &LayoutOffsets::runtime_interpreters_head}}},
+        {"interpreter_state",
+         48,
+         &LayoutOffsets::interp_size,
+         {{56, &LayoutOffsets::interp_id},
+          {64, &LayoutOffsets::interp_next},
+          {72, &LayoutOffsets::interp_threads_head},
+          {88, &LayoutOffsets::interp_modules},
+          {112, &LayoutOffsets::interp_ceval_gil}}},
+        {"thread_state",
+         152,
+         &LayoutOffsets::tstate_size,
+         {{168, &LayoutOffsets::tstate_next},
+          {176, &LayoutOffsets::tstate_interp},
+          {184, &LayoutOffsets::tstate_current_frame},
+          {192, &LayoutOffsets::tstate_thread_id},
+          {200, &LayoutOffsets::tstate_native_thread_id},
+          {208, &LayoutOffsets::tstate_datastack_chunk},
+          {216, &LayoutOffsets::tstate_status}}},
+        {"interpreter_frame",
+         224,
+         &LayoutOffsets::iframe_size,
+         {{232, &LayoutOffsets::iframe_previous},
+          {240, &LayoutOffsets::iframe_code},
+          {248, &LayoutOffsets::iframe_instr},
+          {256, &LayoutOffsets::iframe_localsplus},
+          {264, &LayoutOffsets::iframe_owner}}},
+        {"code_object",
+         272,
+         &LayoutOffsets::code_size,
+         {{280, &LayoutOffsets::code_filename},
+          {288, &LayoutOffsets::code_name},
+          {296, &LayoutOffsets::code_qualname},
+          {304, &LayoutOffsets::code_linetable},
+          {312, &LayoutOffsets::code_firstlineno},
+          {320, &LayoutOffsets::code_argcount},
+          {328, &LayoutOffsets::code_localsplusnames},
+          {336, &LayoutOffsets::code_localspluskinds},
+          {344, &LayoutOffsets::code_code_adaptive}}},
+        {"pyobject", 352, nullptr, {{360, &LayoutOffsets::object_type}}},
+        {"type_object",
+         368,
+         nullptr,
+         {{376, &LayoutOffsets::type_name}, {392, &LayoutOffsets::type_flags}}},
+        {"tuple_object",
+         400,
+         nullptr,
+         {{408, &LayoutOffsets::tuple_items}, {416, &LayoutOffsets::var_size}}},
+        {"list_object", 424, nullptr, {{432, &LayoutOffsets::list_items}}},
+        {"dict_object",
+         448,
+         nullptr,
+         {{456, &LayoutOffsets::dict_keys}, {464, &LayoutOffsets::dict_values}}},
+        {"float_object", 472, nullptr, {{480, &LayoutOffsets::float_value}}},
+        {"long_object",
+         488,
+         nullptr,
+         {{496, &LayoutOffsets::long_tag}, {504, &LayoutOffsets::long_digits}}},
+        {"bytes_object", 512, nullptr, {{528, &LayoutOffsets::bytes_data}}},
+        {"unicode_object",
+         536,
+         nullptr,
+         {{544, &LayoutOffsets::unicode_state}, {552, &LayoutOffsets::unicode_length}}},
+    }};
+
+// 3.14: positions derived from CPython 3.14.0's headers via py-spy's bindings (no 3.14 here).
+const Descriptor kDescriptor314{
+    14,
+    false,
+    760,
+    128,
+    144,
+    152,
+    {
+        {"runtime_state",
+         24,
+         &LayoutOffsets::runtime_size,
+         {{40, &LayoutOffsets::runtime_interpreters_head}}},
+        {"interpreter_state",
+         48,
+         &LayoutOffsets::interp_size,
+         {{56, &LayoutOffsets::interp_id},
+          {64, &LayoutOffsets::interp_next},
+          {72, &LayoutOffsets::interp_threads_head},
+          {96, &LayoutOffsets::interp_modules},
+          {120, &LayoutOffsets::interp_ceval_gil}}},
+        {"thread_state",
+         176,
+         &LayoutOffsets::tstate_size,
+         {{192, &LayoutOffsets::tstate_next},
+          {200, &LayoutOffsets::tstate_interp},
+          {208, &LayoutOffsets::tstate_current_frame},
+          {216, &LayoutOffsets::tstate_thread_id},
+          {224, &LayoutOffsets::tstate_native_thread_id},
+          {232, &LayoutOffsets::tstate_datastack_chunk}}},
+        {"interpreter_frame",
+         248,
+         &LayoutOffsets::iframe_size,
+         {{256, &LayoutOffsets::iframe_previous},
+          {264, &LayoutOffsets::iframe_code},
+          {272, &LayoutOffsets::iframe_instr},
+          {280, &LayoutOffsets::iframe_localsplus},
+          {288, &LayoutOffsets::iframe_owner}}},
+        {"code_object",
+         312,
+         &LayoutOffsets::code_size,
+         {{320, &LayoutOffsets::code_filename},
+          {328, &LayoutOffsets::code_name},
+          {336, &LayoutOffsets::code_qualname},
+          {344, &LayoutOffsets::code_linetable},
+          {352, &LayoutOffsets::code_firstlineno},
+          {360, &LayoutOffsets::code_argcount},
+          {368, &LayoutOffsets::code_localsplusnames},
+          {376, &LayoutOffsets::code_localspluskinds},
+          {384, &LayoutOffsets::code_code_adaptive}}},
+        {"pyobject", 400, nullptr, {{408, &LayoutOffsets::object_type}}},
+        {"type_object",
+         416,
+         nullptr,
+         {{424, &LayoutOffsets::type_name}, {440, &LayoutOffsets::type_flags}}},
+        {"tuple_object",
+         448,
+         nullptr,
+         {{456, &LayoutOffsets::tuple_items}, {464, &LayoutOffsets::var_size}}},
+        {"list_object", 472, nullptr, {{480, &LayoutOffsets::list_items}}},
+        {"dict_object",
+         528,
+         nullptr,
+         {{536, &LayoutOffsets::dict_keys}, {544, &LayoutOffsets::dict_values}}},
+        {"float_object", 552, nullptr, {{560, &LayoutOffsets::float_value}}},
+        {"long_object",
+         568,
+         nullptr,
+         {{576, &LayoutOffsets::long_tag}, {584, &LayoutOffsets::long_digits}}},
+        {"bytes_object", 592, nullptr, {{608, &LayoutOffsets::bytes_data}}},
+        {"unicode_object",
+         616,
+         nullptr,
+         {{624, &LayoutOffsets::unicode_state}, {632, &LayoutOffsets::unicode_length}}},
+    }};
+
+constexpr std::uint16_t kAsciiSizePosition313 = 560;
+constexpr std::uint16_t kAsciiSizePosition314 = 640;
+constexpr std::uint64_t kMaxStructSize = 1u << 20;
+
+std::uint64_t word(std::span<const std::uint8_t> bytes, std::size_t position) {
+    std::uint64_t value = 0;
+    std::memcpy(&value, bytes.data() + position, sizeof value);
+    return value;
+}
+
+const char* field_name(Member member) {
+    for (const LayoutField& field : layout_fields())
+        if (field.member == member) return field.name.data();
+    return "?";
+}
+
+// Fills `layout` from the descriptor; fails if any value is inconsistent with its struct size.
+Result<void> apply(const Descriptor& descriptor, std::span<const std::uint8_t> bytes,
+                   Layout& layout, const Layout* table, std::vector<std::string>& notes) {
+    auto set = [&](Member member, std::uint64_t value) {
+        auto narrowed = static_cast<std::uint32_t>(value);
+        if (table != nullptr && table->off.*member != kAbsent && table->off.*member != narrowed)
+            notes.push_back(fmt::format("_Py_DebugOffsets says {} = {}, the compiled-in table {}; "
+                                        "using the interpreter's value",
+                                        field_name(member), narrowed, table->off.*member));
+        layout.off.*member = narrowed;
+    };
+    for (const Section& section : descriptor.sections) {
+        std::uint64_t size = word(bytes, section.size_position);
+        if (size == 0 || size > kMaxStructSize)
+            return fail(Errc::unsupported, "_Py_DebugOffsets: implausible size {} of {}", size,
+                        section.name);
+        if (section.size_member != nullptr) set(section.size_member, size);
+        for (const Field& field : section.fields) {
+            std::uint64_t value = word(bytes, field.position);
+            if (value >= size)
+                return fail(Errc::unsupported,
+                            "_Py_DebugOffsets: {}.{} = {} is outside the struct ({} bytes)",
+                            section.name, field_name(field.member), value, size);
+            set(field.member, value);
+        }
+    }
+    std::uint64_t gil_base = word(bytes, descriptor.gil_base);
+    std::uint64_t gil_locked = word(bytes, descriptor.gil_locked);
+    std::uint64_t gil_holder = word(bytes, descriptor.gil_holder);
+    if (gil_locked < gil_base || gil_holder < gil_base || gil_locked - gil_base > 256 ||
+        gil_holder - gil_base > 256)
+        return fail(Errc::unsupported, "_Py_DebugOffsets: implausible GIL offsets");
+    set(&LayoutOffsets::gil_locked, gil_locked - gil_base);
+    set(&LayoutOffsets::gil_last_holder, gil_holder - gil_base);
+    std::uint64_t ascii_size =
+        word(bytes, descriptor.minor == 13 ? kAsciiSizePosition313 : kAsciiSizePosition314);
+    if (ascii_size == 0 || ascii_size > 256)
+        return fail(Errc::unsupported, "_Py_DebugOffsets: implausible unicode header size");
+    set(&LayoutOffsets::unicode_ascii_data, ascii_size);
+    // Not in the debug offsets; these hold from 3.12 to 3.14 at least.
+    set(&LayoutOffsets::unicode_compact_data, ascii_size + 16); // + utf8_length + utf8
+    if (layout.off.tstate_datastack_chunk != kAbsent)
+        layout.off.tstate_datastack_top = layout.off.tstate_datastack_chunk + 8;
+    return {};
+}
+
+} // namespace
+
+bool has_debug_cookie(std::span<const std::uint8_t> bytes) noexcept {
+    return bytes.size() >= 8 && std::memcmp(bytes.data(), "xdebugpy", 8) == 0;
+}
+
+Result<DebugOffsetsLayout> layout_from_debug_offsets(std::span<const std::uint8_t> bytes,
+                                                     std::optional<std::uint64_t> section_size) {
+    if (!has_debug_cookie(bytes)) return fail(Errc::not_found, "no _Py_DebugOffsets cookie");
+    if (bytes.size() < kDebugOffsetsReadSize)
+        return fail(Errc::invalid_argument, "short _Py_DebugOffsets read");
+    std::uint64_t hex = word(bytes, 8);
+    PythonVersion version{static_cast<int>((hex >> 24) & 0xff),
+                          static_cast<int>((hex >> 16) & 0xff),
+                          static_cast<int>((hex >> 8) & 0xff)};
+    if (version.major != 3 || version.minor < 13)
+        return fail(Errc::unsupported, "_Py_DebugOffsets names version 0x{:08x}", hex);
+    if (word(bytes, 16) != 0)
+        return fail(Errc::unsupported,
+                    "Python {} is a free-threaded build, which spyglass does not read yet",
+                    version.to_string());
+
+    DebugOffsetsLayout result;
+    result.version = version;
+    const Layout* table = layout_for(3, version.minor);
+    result.layout = table != nullptr ? *table : newest_layout();
+    const Descriptor& descriptor = version.minor == 13 ? kDescriptor313 : kDescriptor314;
+    if (table == nullptr) {
+        result.layout.version = {3, version.minor, 0};
+        result.layout.from_debug_offsets = true;
+        // What changed in 3.14 and that the debug offsets do not say (docs/cpython-internals.md).
+        result.layout.code_tag_mask = 7;           // f_executable is a tagged _PyStackRef
+        result.layout.off.tstate_status = kAbsent; // holds_gil moved out of _status
+        result.layout.off.tstate_holds_gil_bit = kAbsent;
+        result.layout.off.code_firsttraceable = kAbsent;
+        result.notes.push_back(fmt::format(
+            "Python {} is newer than spyglass's layout tables (newest: {}.{}): reading it from "
+            "the interpreter's own _Py_DebugOffsets{}",
+            version.to_string(), newest_layout().version.major, newest_layout().version.minor,
+            descriptor.minor == version.minor && !descriptor.measured
+                ? " (descriptor derived from CPython sources)"
+                : ""));
+    }
+    if (auto applied = apply(descriptor, bytes, result.layout, table, result.notes); !applied)
+        return std::unexpected(applied.error());
+    if (section_size && *section_size != result.layout.off.runtime_size)
+        return fail(Errc::unsupported,
+                    "_Py_DebugOffsets: runtime size {} differs from the .PyRuntime section ({})",
+                    result.layout.off.runtime_size, *section_size);
+    return result;
+}
+
+} // namespace spyglass::python

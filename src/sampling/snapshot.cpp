@@ -1,0 +1,84 @@
+#include "spyglass/sampling/snapshot.hpp"
+
+#include <optional>
+
+#include "spyglass/process/procfs.hpp"
+#include "spyglass/process/ptrace.hpp"
+
+namespace spyglass::sampling {
+
+Result<ProcessSnapshot> take_snapshot(python::PythonProcess& process, FrameTable& frames,
+                                      const SnapshotOptions& options) {
+    const python::TargetInfo& target = process.target();
+    ProcessSnapshot snapshot;
+    snapshot.pid = target.pid;
+    snapshot.command = process::cmdline(target.pid);
+    snapshot.version = target.version;
+    snapshot.executable = target.executable;
+    snapshot.python_binary = target.python_binary;
+    snapshot.notes = target.notes;
+
+    process::ProcessPause pause;
+    if (options.blocking) {
+        auto tids = process::list_tasks(target.pid);
+        if (!tids) return std::unexpected(tids.error());
+        if (auto stopped = pause.stop(*tids); !stopped)
+            return fail(stopped.error(), "cannot stop the threads of process {}: {}", target.pid,
+                        errc_name(stopped.error()));
+    }
+
+    std::vector<python::ThreadRecord> records;
+    if (auto status = process.read_threads(records); !status) {
+        if (status.error().code == Errc::process_gone || !process::process_exists(target.pid))
+            return fail(Errc::process_gone, "process {} exited while it was being read",
+                        target.pid);
+        return std::unexpected(describe(status.error(), "reading the thread states"));
+    }
+
+    python::ObjectReader objects(process.memory(), target);
+    std::unordered_map<python::Address, std::unordered_map<std::uint64_t, std::string>> names;
+    std::unordered_map<python::Address, python::Address> gil_holders;
+    StackReader reader(process, frames, StackReadOptions{});
+
+    for (const python::ThreadRecord& record : records) {
+        ThreadSnapshot& thread = snapshot.threads.emplace_back();
+        thread.tid = record.tid;
+        thread.thread_id = record.thread_id;
+        thread.interp_index = record.interp_index;
+        if (!names.contains(record.interp))
+            names[record.interp] = objects.thread_names(record.interp);
+        if (auto it = names[record.interp].find(record.thread_id); it != names[record.interp].end())
+            thread.name = it->second;
+        else if (record.tid != 0)
+            thread.name = process::task_comm(target.pid, record.tid).value_or("");
+        if (record.tid != 0) {
+            if (auto stat = process::read_task_stat(target.pid, record.tid)) {
+                thread.os_state = stat->state;
+                thread.on_cpu = stat->on_cpu();
+            }
+        }
+        if (record.holds_gil >= 0) {
+            thread.holds_gil = record.holds_gil == 1;
+        } else {
+            if (!gil_holders.contains(record.interp))
+                gil_holders[record.interp] = process.gil_holder(record.interp).value_or(0);
+            thread.holds_gil = gil_holders[record.interp] == record.tstate;
+        }
+        thread.outcome = reader.read(record, thread.frames);
+        if (thread.outcome == StackOutcome::gone)
+            return fail(Errc::process_gone, "process {} exited while it was being read",
+                        target.pid);
+        if (options.locals) {
+            const python::RawStack& raw = reader.last_raw();
+            for (std::uint32_t index : reader.kept_raw_indexes()) {
+                const python::RawFrame& frame = raw.frames[index];
+                const python::CodeInfo* code = reader.code(frame.code);
+                thread.locals.push_back(code ? objects.locals(frame, *code, options.max_value_chars)
+                                             : std::vector<python::LocalVariable>{});
+            }
+        }
+    }
+    return snapshot;
+}
+
+} // namespace spyglass::sampling

@@ -1,0 +1,171 @@
+#include "spyglass/sampling/stack_reader.hpp"
+
+#include <algorithm>
+
+namespace spyglass::sampling {
+
+namespace {
+constexpr std::size_t kMaxCachedCodes = 1u << 16;
+} // namespace
+
+const char* stack_outcome_name(StackOutcome outcome) noexcept {
+    switch (outcome) {
+    case StackOutcome::ok:
+        return "ok";
+    case StackOutcome::truncated:
+        return "truncated";
+    case StackOutcome::torn:
+        return "torn";
+    case StackOutcome::gone:
+        return "gone";
+    }
+    return "?";
+}
+
+StackReader::StackReader(python::PythonProcess& process, FrameTable& frames,
+                         StackReadOptions options)
+    : process_(process), frames_(frames), options_(options),
+      truncated_marker_(frames.marker("<truncated>")) {}
+
+const python::CodeInfo* StackReader::code(process::Address address) const {
+    auto it = codes_.find(address);
+    return it == codes_.end() ? nullptr : &it->second.info;
+}
+
+StackOutcome StackReader::read(python::ThreadRecord thread, std::vector<FrameId>& out) {
+    ++stats_.stacks;
+    StackOutcome outcome = StackOutcome::torn;
+    for (int attempt = 0;; ++attempt) {
+        ++stats_.attempts;
+        process_.walker().walk(thread, raw_);
+        outcome = resolve(out);
+        if (outcome == StackOutcome::ok || outcome == StackOutcome::gone) return outcome;
+        ++stats_.torn_attempts;
+        if (attempt == options_.retries) return outcome;
+        if (!refresh(thread)) return StackOutcome::gone;
+    }
+}
+
+// The thread moved on: reread the pointers the walk starts from.
+bool StackReader::refresh(python::ThreadRecord& thread) {
+    const python::LayoutOffsets& o = process_.layout().off;
+    process::RemoteMemory& memory = process_.memory();
+    auto gone = [](const ReadError& e) { return e.code == Errc::process_gone; };
+    std::uint32_t head = o.tstate_frame != python::kAbsent           ? o.tstate_frame
+                         : o.tstate_current_frame != python::kAbsent ? o.tstate_current_frame
+                                                                     : o.tstate_cframe;
+    auto word = memory.read_value<std::uint64_t>(thread.tstate + head);
+    if (!word) return !gone(word.error());
+    if (o.tstate_cframe != python::kAbsent && o.tstate_current_frame == python::kAbsent)
+        thread.cframe = *word;
+    else
+        thread.frame = *word;
+    if (o.tstate_datastack_chunk != python::kAbsent) {
+        auto chunk = memory.read_value<std::uint64_t>(thread.tstate + o.tstate_datastack_chunk);
+        auto top = memory.read_value<std::uint64_t>(thread.tstate + o.tstate_datastack_top);
+        if (chunk && top) {
+            thread.datastack_chunk = *chunk;
+            thread.datastack_top = *top;
+        }
+    }
+    return true;
+}
+
+StackReader::CodeEntry* StackReader::load_code(process::Address address, ReadError& error) {
+    ++stats_.code_misses;
+    if (codes_.size() >= kMaxCachedCodes) codes_.clear();
+    CodeEntry entry;
+    if (auto status = python::read_code(process_.memory(), process_.layout(),
+                                        process_.target().types, address, entry.info);
+        !status) {
+        error = status.error();
+        return nullptr;
+    }
+    StringTable& strings = frames_.strings();
+    entry.function = strings.intern(entry.info.qualname);
+    entry.file = strings.intern(entry.info.filename);
+    return &(codes_[address] = std::move(entry));
+}
+
+std::int32_t StackReader::line_of(CodeEntry& entry, std::int32_t offset) {
+    auto it = entry.lines.find(offset);
+    if (it != entry.lines.end()) return it->second;
+    std::int32_t line = python::code_line(process_.layout(), entry.info, offset);
+    entry.lines.emplace(offset, line);
+    return line;
+}
+
+StackOutcome StackReader::resolve(std::vector<FrameId>& out) {
+    out.clear();
+    kept_.clear();
+    process::RemoteMemory& memory = process_.memory();
+    const python::Layout& layout = process_.layout();
+
+    // One batched read: the walk's consistency words and the headers of the cached codes.
+    batch_.clear();
+    process_.walker().add_verification(raw_, batch_);
+    unique_codes_.clear();
+    for (std::uint32_t i = 0; i < raw_.depth; ++i) {
+        process::Address code = raw_.frames[i].code;
+        if (std::find(unique_codes_.begin(), unique_codes_.end(), code) == unique_codes_.end())
+            unique_codes_.push_back(code);
+    }
+    std::size_t header_size = python::code_header_size(layout);
+    headers_.resize(unique_codes_.size() * header_size);
+    batch_.words.resize(batch_.checks.size());
+    ops_.clear();
+    for (std::size_t i = 0; i < batch_.checks.size(); ++i)
+        ops_.push_back({batch_.checks[i].address, &batch_.words[i], 8});
+    for (std::size_t i = 0; i < unique_codes_.size(); ++i)
+        if (codes_.contains(unique_codes_[i]))
+            ops_.push_back({unique_codes_[i], headers_.data() + i * header_size, header_size});
+    if (auto status = memory.read_many(ops_); !status)
+        return status.error().code == Errc::process_gone ? StackOutcome::gone : StackOutcome::torn;
+    if (!python::verification_holds(batch_)) return StackOutcome::torn;
+
+    for (std::size_t i = 0; i < unique_codes_.size(); ++i) {
+        auto it = codes_.find(unique_codes_[i]);
+        if (it == codes_.end()) continue;
+        std::span<const std::uint8_t> header(headers_.data() + i * header_size, header_size);
+        if (python::code_fingerprint(layout, header) != it->second.info.fingerprint) {
+            ++stats_.code_stale;
+            codes_.erase(it);
+        }
+    }
+
+    bool interpreter_frames = layout.frame_model == python::FrameModel::interpreter_frames;
+    for (std::uint32_t i = 0; i < raw_.depth; ++i) {
+        const python::RawFrame& raw = raw_.frames[i];
+        auto it = codes_.find(raw.code);
+        CodeEntry* entry = it == codes_.end() ? nullptr : &it->second;
+        if (entry == nullptr) {
+            ReadError error{};
+            entry = load_code(raw.code, error);
+            if (entry == nullptr)
+                return error.code == Errc::process_gone ? StackOutcome::gone : StackOutcome::torn;
+        }
+        if (raw.offset >= entry->info.length) return StackOutcome::torn;
+        // Pushed but not yet running its first instruction (3.11+): CPython hides these too.
+        if (interpreter_frames && !(raw.flags & python::RawFrame::generator) &&
+            raw.offset < entry->info.first_traceable)
+            continue;
+        if (interpreter_frames && raw.offset < 0 && !(raw.flags & python::RawFrame::generator))
+            continue;
+        Frame frame;
+        frame.function = entry->function;
+        frame.file = entry->file;
+        frame.first_line = entry->info.first_line;
+        frame.line = options_.no_lines         ? 0
+                     : options_.function_lines ? entry->info.first_line
+                                               : line_of(*entry, raw.offset);
+        out.push_back(frames_.intern(frame));
+        kept_.push_back(i);
+    }
+    if (raw_.truncated()) {
+        out.push_back(truncated_marker_);
+        return StackOutcome::truncated;
+    }
+    return StackOutcome::ok;
+}
+
+} // namespace spyglass::sampling
