@@ -42,6 +42,7 @@ ReadStatus FakeMemory::read(Address address, void* destination, std::size_t leng
 
 std::expected<std::size_t, ReadError> FakeMemory::read_prefix(Address address, void* destination,
                                                               std::size_t length) {
+    if (hook_) hook_(calls_);
     ++calls_;
     std::size_t done = 0;
     auto* out = static_cast<std::byte*>(destination);

@@ -25,7 +25,7 @@ int calibrate_pthread_tid_offset(process::RemoteMemory& memory, pid_t pid,
 } // namespace
 
 Result<std::unique_ptr<PythonProcess>> PythonProcess::attach(pid_t pid, const AttachOptions&) {
-    auto memory = std::make_unique<process::LiveMemory>(pid);
+    auto memory = std::make_shared<process::LiveMemory>(pid);
     auto target = discover(pid, *memory);
     if (!target) return std::unexpected(target.error());
     auto python = std::make_unique<PythonProcess>(std::move(memory), std::move(*target));

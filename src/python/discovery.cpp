@@ -279,6 +279,8 @@ std::string permission_advice(pid_t pid) {
 Result<TargetInfo> discover(pid_t pid, process::RemoteMemory& memory) {
     if (!process::process_exists(pid))
         return fail(Errc::process_gone, "no process with PID {}", pid);
+    if (auto stat = process::read_stat(pid); stat && (stat->state == 'Z' || stat->state == 'X'))
+        return fail(Errc::process_gone, "process {} has exited", pid);
     auto exe = process::exe_path(pid);
     if (!exe) {
         if (exe.error().code == Errc::permission_denied)

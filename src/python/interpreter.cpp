@@ -23,7 +23,7 @@ std::uint32_t max_present(std::initializer_list<std::uint32_t> offsets) {
 
 } // namespace
 
-PythonProcess::PythonProcess(std::unique_ptr<process::RemoteMemory> memory, TargetInfo target)
+PythonProcess::PythonProcess(std::shared_ptr<process::RemoteMemory> memory, TargetInfo target)
     : memory_(std::move(memory)), target_(std::move(target)) {
     walker_ = make_stack_walker(*memory_, target_);
     const LayoutOffsets& o = target_.layout.off;

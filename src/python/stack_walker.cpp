@@ -243,10 +243,11 @@ class InterpreterFrameWalker final : public StackWalker {
             if (!memory_.read(chunk, header, sizeof header)) return false;
             Address previous = header[o.chunk_previous / 8];
             std::uint64_t size = header[o.chunk_size / 8];
-            Address top = header[o.chunk_top / 8];
+            // `top` of a chunk that is not the current one counts pointer slots from data[0].
+            std::uint64_t used = header[o.chunk_top / 8] * 8 + o.chunk_data;
             if (frame >= chunk + o.chunk_data && frame < chunk + size) {
-                if (top <= chunk || top > chunk + size) return false;
-                return copy(chunk, top - chunk);
+                if (used > size) return false;
+                return copy(chunk, used);
             }
             chunk = previous;
         }

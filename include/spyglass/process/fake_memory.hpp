@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string_view>
 #include <vector>
@@ -32,10 +33,15 @@ class FakeMemory final : public RemoteMemory {
                                                       std::size_t length) override;
     [[nodiscard]] std::uint64_t read_calls() const noexcept override { return calls_; }
 
+    // Called before every read with the number of reads so far: lets a test change the
+    // "target" while a walk is in progress.
+    void on_read(std::function<void(std::uint64_t)> hook) { hook_ = std::move(hook); }
+
   private:
     std::vector<std::byte>* region_for(Address address, Address& base);
     std::map<Address, std::vector<std::byte>> regions_;
     std::uint64_t calls_ = 0;
+    std::function<void(std::uint64_t)> hook_;
 };
 
 } // namespace spyglass::process

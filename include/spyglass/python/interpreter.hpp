@@ -38,7 +38,7 @@ struct AttachOptions {
 
 class PythonProcess {
   public:
-    PythonProcess(std::unique_ptr<process::RemoteMemory> memory, TargetInfo target);
+    PythonProcess(std::shared_ptr<process::RemoteMemory> memory, TargetInfo target);
     ~PythonProcess();
 
     // Finds the interpreter in a live process (see discovery.hpp) and reads it through
@@ -65,7 +65,7 @@ class PythonProcess {
   private:
     pid_t tid_for(Address tstate, std::uint64_t thread_id);
 
-    std::unique_ptr<process::RemoteMemory> memory_;
+    std::shared_ptr<process::RemoteMemory> memory_;
     TargetInfo target_;
     std::unique_ptr<StackWalker> walker_;
     std::size_t tstate_read_size_ = 0;

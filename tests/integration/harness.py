@@ -1,0 +1,156 @@
+"""Shared pieces of the integration tests: the interpreters to test, launching a target with a
+readiness pipe, and running spyglass with a timeout.
+
+Every interpreter the project supports is listed in EXPECTED; one that is not installed here
+makes its tests skip with the reason printed, never pass silently.
+"""
+import glob
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WORKLOADS = os.path.join(ROOT, "tests", "workloads")
+SPYGLASS = os.environ.get("SPYGLASS_BIN") or os.path.join(ROOT, "build", "spyglass")
+
+# label -> how to find it
+EXPECTED = ["2.7", "3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "debian-3.11"]
+TIMEOUT = 120
+
+
+def pyenv_root():
+    try:
+        out = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             encoding="utf-8", timeout=30).stdout.strip()
+        if out:
+            return out
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+
+
+def find_interpreter(label):
+    """(path, None) or (None, reason)."""
+    if label.startswith("debian-"):
+        path = "/usr/bin/python" + label.split("-", 1)[1]
+        if os.path.exists(path):
+            return path, None
+        return None, "%s is not installed" % path
+    root = pyenv_root()
+    for candidate in sorted(glob.glob(os.path.join(root, "versions", label + ".*", "bin",
+                                                   "python" + label))):
+        if os.access(candidate, os.X_OK):
+            return candidate, None
+    return None, "Python %s is not installed (no %s/versions/%s.*/bin/python%s)" % (
+        label, root, label, label)
+
+
+def interpreter_tests(base, module_globals):
+    """Makes one TestCase class per expected interpreter from `base` (which has no test_ in
+    its name), each with `python` and `label` set; missing ones skip with their reason."""
+    for label in EXPECTED:
+        path, reason = find_interpreter(label)
+        name = "%s_%s" % (base.__name__, label.replace(".", "_").replace("-", "_"))
+        attrs = {"python": path, "label": label, "skip_reason": reason}
+        module_globals[name] = type(name, (base, unittest.TestCase), attrs)
+
+
+class InterpreterCase(object):
+    python = None
+    label = None
+    skip_reason = None
+
+    @classmethod
+    def setUpClass(cls):
+        if cls.python is None:
+            sys.stderr.write("SKIP %s: %s\n" % (cls.__name__, cls.skip_reason))
+            raise unittest.SkipTest(cls.skip_reason)
+
+    def version(self):
+        out = subprocess.run([self.python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             stdout=subprocess.PIPE, encoding="utf-8", timeout=TIMEOUT)
+        return tuple(int(x) for x in out.stdout.strip().split("."))
+
+
+class Target(object):
+    """Runs `python workload fd [args]` and waits until it writes a line to the pipe fd.
+
+    with Target(python, "dump_target.py") as target:
+        target.pid, target.report (the parsed JSON line)
+    """
+
+    def __init__(self, python, workload, *args, **kwargs):
+        self.argv = [python, os.path.join(WORKLOADS, workload)]
+        self.args = [str(a) for a in args]
+        self.env = kwargs.get("env")
+        self.ready_timeout = kwargs.get("ready_timeout", 60)
+        self.process = None
+        self.report = None
+
+    def __enter__(self):
+        read_fd, write_fd = os.pipe()
+        self.process = subprocess.Popen(self.argv + [str(write_fd)] + self.args,
+                                        pass_fds=(write_fd,), env=self.env)
+        os.close(write_fd)
+        self.report = json.loads(read_line(read_fd, self.ready_timeout, self.process))
+        self._read_fd = read_fd
+        return self
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    def read_line(self, timeout=60):
+        return read_line(self._read_fd, timeout, self.process)
+
+    def __exit__(self, *exc):
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=TIMEOUT)
+        os.close(self._read_fd)
+        return False
+
+
+def read_line(fd, timeout, process=None):
+    """Reads one line from fd, failing (not hanging) if nothing comes within `timeout`."""
+    data = b""
+    deadline = time.monotonic() + timeout
+    while not data.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError("target did not signal readiness within %ds" % timeout)
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            code = process.poll() if process else None
+            raise AssertionError("target closed its pipe before it was ready (exit %s)" % code)
+        data += chunk
+    return data.decode("utf-8")
+
+
+def spyglass(*args, **kwargs):
+    """Runs spyglass; returns the CompletedProcess (text mode)."""
+    timeout = kwargs.pop("timeout", TIMEOUT)
+    return subprocess.run([SPYGLASS] + [str(a) for a in args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, encoding="utf-8", timeout=timeout,
+                          **kwargs)
+
+
+def task_states(pid):
+    """{tid: state letter} from /proc."""
+    states = {}
+    for entry in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, entry)) as f:
+                text = f.read()
+            states[int(entry)] = text[text.rindex(")") + 2]
+        except OSError:
+            pass
+    return states

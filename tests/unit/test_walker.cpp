@@ -1,0 +1,326 @@
+// The stack walkers and the stack reader over CPython structures built in fake memory, for every
+// layout: exact names and lines, cycles, unreadable links, chunks, generators, shim frames,
+// incomplete frames, stacks that change while they are read, stale code caches.
+#include "fake_python.hpp"
+#include <gtest/gtest.h>
+
+#include "spyglass/sampling/stack_reader.hpp"
+
+namespace {
+
+using spyglass::process::Address;
+using spyglass::python::FrameModel;
+using spyglass::python::Layout;
+using spyglass::python::StackEnd;
+using spyglass::sampling::FrameTable;
+using spyglass::sampling::StackOutcome;
+using spyglass::sampling::StackReader;
+using spyglass::testing::FakePython;
+
+constexpr Address kUnmapped = 0x7000'0000'0000;
+
+struct Expected {
+    std::string function;
+    int line;
+};
+
+class Walker : public ::testing::TestWithParam<const Layout*> {
+  protected:
+    const Layout& layout() const { return *GetParam(); }
+    bool new_model() const { return layout().frame_model == FrameModel::interpreter_frames; }
+    std::string shown(const std::string& name) const { return new_model() ? "Q." + name : name; }
+
+    // Builds frames func0 (innermost) .. func{n-1}, each at instruction i+1 of its code,
+    // first line 100 * (i + 1). Returns the innermost frame.
+    Address chain(FakePython& fake, int n, FakePython::Chunk* chunk, Address outer = 0,
+                  const std::string& prefix = "func") {
+        std::vector<Address> codes;
+        for (int i = 0; i < n; ++i)
+            codes.push_back(fake.code(prefix + std::to_string(i), "/src/app.py", 100 * (i + 1)));
+        Address previous = outer;
+        std::vector<Address> frames(static_cast<std::size_t>(n));
+        for (int i = n - 1; i >= 0; --i) {
+            previous = new_model() ? fake.push_frame(*chunk, codes[i], previous, i + 1)
+                                   : fake.frame_object(codes[i], previous, i + 1);
+            frames[i] = previous;
+        }
+        return frames[0];
+    }
+
+    std::vector<Expected> expected_chain(int n, const std::string& prefix = "func") const {
+        std::vector<Expected> out;
+        for (int i = 0; i < n; ++i)
+            out.push_back({shown(prefix + std::to_string(i)), 100 * (i + 1) + i + 1});
+        return out;
+    }
+
+    std::vector<Expected> read(spyglass::python::PythonProcess& process, StackOutcome& outcome,
+                               StackReader*& reader_out) {
+        static FrameTable frames;
+        static std::unique_ptr<StackReader> reader;
+        reader =
+            std::make_unique<StackReader>(process, frames, spyglass::sampling::StackReadOptions{});
+        reader_out = reader.get();
+        std::vector<spyglass::python::ThreadRecord> threads;
+        EXPECT_TRUE(process.read_threads(threads));
+        EXPECT_EQ(threads.size(), 1u);
+        std::vector<spyglass::sampling::FrameId> ids;
+        outcome = reader->read(threads.at(0), ids);
+        std::vector<Expected> out;
+        for (auto id : ids) {
+            const auto& frame = frames.get(id);
+            out.push_back({std::string(frames.strings().view(frame.function)), frame.line});
+        }
+        return out;
+    }
+    std::vector<Expected> read(spyglass::python::PythonProcess& process, StackOutcome& outcome) {
+        StackReader* reader = nullptr;
+        return read(process, outcome, reader);
+    }
+
+    struct Setup {
+        FakePython fake;
+        Address interp = 0, tstate = 0;
+        FakePython::Chunk chunk{};
+        explicit Setup(const Layout& layout) : fake(layout) {
+            interp = fake.interpreter();
+            tstate = fake.thread(interp, 0x7f0000001000);
+            if (layout.frame_model == FrameModel::interpreter_frames) chunk = fake.chunk(64 * 1024);
+        }
+        void point_at(Address frame) {
+            fake.set_frame(tstate, frame, chunk.base != 0 ? &chunk : nullptr);
+        }
+    };
+};
+
+void expect_frames(const std::vector<Expected>& got, const std::vector<Expected>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(got[i].function, want[i].function) << "frame " << i;
+        EXPECT_EQ(got[i].line, want[i].line) << "frame " << i;
+    }
+}
+
+TEST_P(Walker, ThreeDeepStackIsResolvedExactly) {
+    Setup s(layout());
+    s.point_at(chain(s.fake, 3, &s.chunk));
+    auto process = s.fake.process();
+    StackOutcome outcome;
+    expect_frames(read(*process, outcome), expected_chain(3));
+    EXPECT_EQ(outcome, StackOutcome::ok);
+}
+
+TEST_P(Walker, EmptyThreadHasNoFrames) {
+    Setup s(layout());
+    s.point_at(0);
+    auto process = s.fake.process();
+    StackOutcome outcome;
+    EXPECT_TRUE(read(*process, outcome).empty());
+    EXPECT_EQ(outcome, StackOutcome::ok);
+}
+
+TEST_P(Walker, CycleEndsTheStackWithAMarker) {
+    Setup s(layout());
+    Address inner = chain(s.fake, 3, &s.chunk);
+    // Point the outermost frame back at the innermost one.
+    Address outer = inner;
+    const auto& o = layout().off;
+    for (int i = 0; i < 2; ++i) {
+        std::uint64_t next = 0;
+        s.fake.memory().read(outer + (new_model() ? o.iframe_previous : o.frame_back), &next, 8);
+        outer = next;
+    }
+    s.fake.put<std::uint64_t>(outer, new_model() ? o.iframe_previous : o.frame_back, inner);
+    s.point_at(inner);
+    auto process = s.fake.process();
+    StackOutcome outcome;
+    auto frames = read(*process, outcome);
+    EXPECT_EQ(outcome, StackOutcome::truncated);
+    auto want = expected_chain(3);
+    want.push_back({"<truncated>", 0});
+    expect_frames(frames, want);
+}
+
+TEST_P(Walker, UnreadableLinkKeepsTheFramesBeforeIt) {
+    Setup s(layout());
+    s.point_at(chain(s.fake, 2, &s.chunk, kUnmapped));
+    auto process = s.fake.process();
+    StackOutcome outcome;
+    auto frames = read(*process, outcome);
+    EXPECT_EQ(outcome, StackOutcome::truncated);
+    auto want = expected_chain(2);
+    want.push_back({"<truncated>", 0});
+    expect_frames(frames, want);
+}
+
+TEST_P(Walker, StackThatChangesWhileReadIsRetried) {
+    Setup s(layout());
+    Address first = chain(s.fake, 3, &s.chunk, 0, "old");
+    Address second = chain(s.fake, 2, &s.chunk, 0, "new");
+    s.point_at(first);
+    auto process = s.fake.process();
+    // The thread moves to the other stack during the first walk.
+    bool moved = false;
+    s.fake.memory().on_read([&](std::uint64_t) {
+        if (moved) return;
+        moved = true;
+        s.point_at(second);
+    });
+    StackOutcome outcome;
+    StackReader* reader = nullptr;
+    std::vector<spyglass::python::ThreadRecord> threads;
+    ASSERT_TRUE(process->read_threads(threads)); // before the hook fires: the record says "old"
+    auto frames = read(*process, outcome, reader);
+    EXPECT_EQ(outcome, StackOutcome::ok);
+    expect_frames(frames, expected_chain(2, "new"));
+}
+
+TEST_P(Walker, StackThatNeverSettlesIsReportedTorn) {
+    Setup s(layout());
+    // Every read finds the thread on a stack it has not been on before.
+    std::vector<Address> stacks;
+    for (int i = 0; i < 300; ++i)
+        stacks.push_back(chain(s.fake, 3, &s.chunk, 0, "s" + std::to_string(i)));
+    s.point_at(stacks[0]);
+    auto process = s.fake.process();
+    std::vector<spyglass::python::ThreadRecord> threads;
+    ASSERT_TRUE(process->read_threads(threads));
+    std::size_t next = 1;
+    s.fake.memory().on_read([&](std::uint64_t) { s.point_at(stacks[next++ % stacks.size()]); });
+    FrameTable frames;
+    StackReader reader(*process, frames, {});
+    std::vector<spyglass::sampling::FrameId> ids;
+    EXPECT_EQ(reader.read(threads[0], ids), StackOutcome::torn);
+    EXPECT_EQ(reader.stats().torn_attempts, 4u); // the first try and three retries
+}
+
+TEST_P(Walker, ReusedCodeAddressIsNoticed) {
+    Setup s(layout());
+    Address frame = chain(s.fake, 1, &s.chunk);
+    s.point_at(frame);
+    auto process = s.fake.process();
+    StackOutcome outcome;
+    StackReader* reader = nullptr;
+    expect_frames(read(*process, outcome, reader), expected_chain(1));
+    // Another function now lives at the same code address: its name and file pointers differ.
+    std::uint64_t code = 0;
+    const auto& o = layout().off;
+    s.fake.memory().read(frame + (new_model() ? o.iframe_code : o.frame_code), &code, 8);
+    s.fake.put<std::uint64_t>(code, o.code_name, s.fake.str("renamed"));
+    if (o.code_qualname != spyglass::python::kAbsent)
+        s.fake.put<std::uint64_t>(code, o.code_qualname, s.fake.str("Q.renamed"));
+    std::vector<spyglass::python::ThreadRecord> threads;
+    ASSERT_TRUE(process->read_threads(threads));
+    FrameTable frames;
+    std::vector<spyglass::sampling::FrameId> ids;
+    ASSERT_EQ(reader->read(threads[0], ids), StackOutcome::ok);
+    EXPECT_EQ(reader->stats().code_stale, 1u);
+}
+
+// ---- 3.11+: data-stack chunks, generator frames, incomplete frames ------------------------
+
+class ChunkWalker : public Walker {};
+class ShimWalker : public Walker {};
+
+TEST_P(ChunkWalker, DeepStackAcrossTwoChunks) {
+    Setup s(layout());
+    FakePython::Chunk older = s.fake.chunk(16 * 1024);
+    Address outer = chain(s.fake, 10, &older, 0, "outer");
+    s.fake.close_chunk(older);
+    s.chunk = s.fake.chunk(16 * 1024, older.base);
+    s.point_at(chain(s.fake, 10, &s.chunk, outer, "inner"));
+    auto process = s.fake.process();
+    StackOutcome outcome;
+    auto want = expected_chain(10, "inner");
+    auto outer_want = expected_chain(10, "outer");
+    want.insert(want.end(), outer_want.begin(), outer_want.end());
+    expect_frames(read(*process, outcome), want);
+    EXPECT_EQ(outcome, StackOutcome::ok);
+}
+
+TEST_P(ChunkWalker, GeneratorFramesLiveOnTheHeap) {
+    Setup s(layout());
+    Address outer = chain(s.fake, 2, &s.chunk, 0, "caller");
+    Address generator = s.fake.alloc(256);
+    Address code = s.fake.code("gen", "/src/app.py", 50);
+    s.fake.interpreter_frame(generator, code, outer, 3,
+                             static_cast<std::uint8_t>(layout().off.owner_generator));
+    s.point_at(chain(s.fake, 1, &s.chunk, generator, "inner"));
+    auto process = s.fake.process();
+    StackOutcome outcome;
+    auto want = expected_chain(1, "inner");
+    want.push_back({shown("gen"), 53});
+    auto callers = expected_chain(2, "caller");
+    want.insert(want.end(), callers.begin(), callers.end());
+    expect_frames(read(*process, outcome), want);
+}
+
+TEST_P(ShimWalker, ShimFramesAreSkipped) {
+    Setup s(layout());
+    Address outer = chain(s.fake, 1, &s.chunk, 0, "outer");
+    Address shim = s.chunk.top;
+    s.chunk.top += 256;
+    s.fake.interpreter_frame(shim, 0, outer, 0,
+                             static_cast<std::uint8_t>(layout().off.owner_cstack));
+    s.point_at(chain(s.fake, 1, &s.chunk, shim, "inner"));
+    auto process = s.fake.process();
+    StackOutcome outcome;
+    auto want = expected_chain(1, "inner");
+    want.push_back(expected_chain(1, "outer")[0]);
+    expect_frames(read(*process, outcome), want);
+}
+
+TEST_P(ChunkWalker, IncompleteFramesAreHidden) {
+    Setup s(layout());
+    Address outer = chain(s.fake, 1, &s.chunk, 0, "outer");
+    Address code = s.fake.code("starting", "/src/app.py", 10);
+    s.fake.put<std::int32_t>(code, layout().off.code_firsttraceable, 4);
+    Address frame = s.fake.push_frame(s.chunk, code, outer, 2); // before RESUME
+    s.point_at(frame);
+    auto process = s.fake.process();
+    StackOutcome outcome;
+    expect_frames(read(*process, outcome), expected_chain(1, "outer"));
+}
+
+TEST_P(ChunkWalker, ThreadFrameOutsideItsChunksIsCorrupt) {
+    Setup s(layout());
+    Address stray = s.fake.alloc(256);
+    s.fake.interpreter_frame(stray, s.fake.code("stray", "/src/x.py", 1), 0, 1,
+                             static_cast<std::uint8_t>(layout().off.owner_thread));
+    s.point_at(chain(s.fake, 1, &s.chunk, stray));
+    auto process = s.fake.process();
+    std::vector<spyglass::python::ThreadRecord> threads;
+    ASSERT_TRUE(process->read_threads(threads));
+    spyglass::python::RawStack raw;
+    process->walker().walk(threads[0], raw);
+    EXPECT_EQ(raw.end, StackEnd::corrupt);
+    EXPECT_EQ(raw.depth, 1u);
+}
+
+std::string layout_name(const ::testing::TestParamInfo<const Layout*>& info) {
+    return "Py" + std::to_string(info.param->version.major) + "_" +
+           std::to_string(info.param->version.minor);
+}
+
+std::vector<const Layout*> layouts_where(bool (*keep)(const Layout&)) {
+    std::vector<const Layout*> out;
+    for (const Layout* layout : spyglass::python::all_layouts())
+        if (keep(*layout)) out.push_back(layout);
+    return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllLayouts, Walker,
+                         ::testing::ValuesIn(layouts_where([](const Layout&) { return true; })),
+                         layout_name);
+INSTANTIATE_TEST_SUITE_P(ChunkLayouts, ChunkWalker,
+                         ::testing::ValuesIn(layouts_where([](const Layout& l) {
+                             return l.frame_model == FrameModel::interpreter_frames;
+                         })),
+                         layout_name);
+INSTANTIATE_TEST_SUITE_P(ShimLayouts, ShimWalker,
+                         ::testing::ValuesIn(layouts_where([](const Layout& l) {
+                             return l.off.owner_cstack != spyglass::python::kAbsent;
+                         })),
+                         layout_name);
+
+} // namespace
