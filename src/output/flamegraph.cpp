@@ -1,0 +1,2 @@
+// Placeholder: the flamegraph writer is being written.
+#include "spyglass/output/writer.hpp"

@@ -1,0 +1,2 @@
+// Placeholder: the pprof writer is being written.
+#include "spyglass/output/writer.hpp"

@@ -1,0 +1,2 @@
+// Placeholder: the speedscope writer is being written.
+#include "spyglass/output/writer.hpp"
