@@ -22,6 +22,36 @@ void setup_logging(int verbosity) {
     spdlog::set_default_logger(logger);
 }
 
+void add_sampling_options(CLI::App* command, SamplingOptions& options) {
+    command->add_option("-p,--pid", options.pid, "PID of a running Python process to attach to")
+        ->check(CLI::PositiveNumber);
+    command->add_option("-r,--rate", options.rate, "Samples per second (default 100)")
+        ->check(CLI::Range(0.001, 100000.0));
+    command
+        ->add_option("-d,--duration", options.duration,
+                     "Seconds to sample (default: until Ctrl-C or the target exits)")
+        ->check(CLI::NonNegativeNumber);
+    command
+        ->add_option("--mode", options.mode,
+                     "wall: every thread every tick, running or waiting (default); cpu: only "
+                     "threads that were on a CPU")
+        ->check(CLI::IsMember({"wall", "cpu"}));
+    command->add_flag("--gil", options.gil, "Only samples of the thread holding the GIL");
+    command->add_flag("-s,--subprocesses", options.subprocesses,
+                      "Also sample child processes (and theirs) as they appear");
+    command->add_flag(
+        "-b,--blocking", options.blocking,
+        "Stop the threads at each sample for a consistent snapshot (slows the target)");
+    command->add_flag("-F,--function", options.function,
+                      "Aggregate by function (its first line), not by the line being run");
+    command->add_flag("--nolineno", options.nolineno, "Do not record line numbers");
+    command->add_flag("--jitter", options.jitter,
+                      "Randomize each tick within +-25% of the period, against aliasing with "
+                      "periodic work");
+    command->add_option("command", options.command,
+                        "Command to launch and profile, after --, e.g. -- python3 app.py");
+}
+
 } // namespace
 
 void print_error(const std::string& message) {
@@ -50,6 +80,23 @@ int run_cli(int argc, char** argv) {
     dump_cmd->add_flag("-b,--blocking", dump.blocking,
                        "Stop the threads while reading them, for a consistent snapshot");
 
+    RecordOptions record;
+    CLI::App* record_cmd = app.add_subcommand(
+        "record", "Sample a running process (or a command) and write a profile: flame graph, "
+                  "folded stacks, pprof or speedscope");
+    add_sampling_options(record_cmd, record.sampling);
+    record_cmd->add_option("-o,--output", record.output,
+                           "Output file; its extension picks the format (.svg, .txt, .pb.gz, "
+                           ".json); - for standard output");
+    record_cmd
+        ->add_option("-f,--format", record.format,
+                     "flamegraph, folded, pprof or speedscope (default: from the output's "
+                     "extension, else flamegraph)")
+        ->check(CLI::IsMember({"flamegraph", "folded", "pprof", "speedscope"}));
+    record_cmd->add_flag("-t,--threads", record.threads, "A root frame per thread (id and name)");
+    record_cmd->add_flag("--full-filenames", record.full_filenames,
+                         "Show full source paths instead of shortened ones");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -64,6 +111,7 @@ int run_cli(int argc, char** argv) {
     }
     setup_logging(verbosity);
     if (dump_cmd->parsed()) return run_dump(dump);
+    if (record_cmd->parsed()) return run_record(record);
     return 2;
 }
 

@@ -90,15 +90,20 @@ class Target(object):
         self.env = kwargs.get("env")
         self.ready_timeout = kwargs.get("ready_timeout", 60)
         self.process = None
-        self.report = None
+        self.report = None  # the readiness line: parsed if it is JSON
 
     def __enter__(self):
         read_fd, write_fd = os.pipe()
         self.process = subprocess.Popen(self.argv + [str(write_fd)] + self.args,
                                         pass_fds=(write_fd,), env=self.env)
         os.close(write_fd)
-        self.report = json.loads(read_line(read_fd, self.ready_timeout, self.process))
         self._read_fd = read_fd
+        try:
+            line = read_line(read_fd, self.ready_timeout, self.process)
+            self.report = json.loads(line) if line.startswith("{") else line.strip()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
         return self
 
     @property

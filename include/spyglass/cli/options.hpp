@@ -17,6 +17,31 @@ struct DumpOptions {
 
 int run_dump(const DumpOptions& options);
 
+// What record and top share: which process, how often, what to keep.
+struct SamplingOptions {
+    pid_t pid = 0;
+    std::vector<std::string> command; // after "--": launch it
+    double rate = 100;                // Hz
+    double duration = 0;              // seconds; 0 = until Ctrl-C or the target exits
+    std::string mode = "wall";        // wall | cpu
+    bool gil = false;
+    bool subprocesses = false;
+    bool blocking = false;
+    bool function = false;
+    bool nolineno = false;
+    bool jitter = false;
+};
+
+struct RecordOptions {
+    SamplingOptions sampling;
+    std::string output;
+    std::string format; // empty: from the output's extension
+    bool threads = false;
+    bool full_filenames = false;
+};
+
+int run_record(const RecordOptions& options);
+
 // Prints "spyglass: error: <message>" on one line to stderr.
 void print_error(const std::string& message);
 

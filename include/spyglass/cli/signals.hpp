@@ -1,0 +1,19 @@
+// Ctrl-C and SIGTERM during a recording: the first stops it (and the output is written), a
+// second Ctrl-C aborts at once. A launched child is sent SIGTERM when spyglass gets one, and
+// SIGINT when someone other than the terminal sent it (the terminal already told the child).
+#pragma once
+
+#include <atomic>
+
+#include <sys/types.h>
+
+namespace spyglass::cli {
+
+// Installs the handlers; returns the number of stop requests so far (read it, don't write).
+const std::atomic<int>& install_stop_handlers();
+// The launched command, to forward signals to (0: none).
+void set_forward_target(pid_t pid);
+// Ignore SIGPIPE: a closed output pipe is an I/O error, not a reason to die.
+void ignore_sigpipe();
+
+} // namespace spyglass::cli

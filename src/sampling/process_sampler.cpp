@@ -1,0 +1,152 @@
+#include "spyglass/sampling/process_sampler.hpp"
+
+#include "spyglass/process/ptrace.hpp"
+
+namespace spyglass::sampling {
+
+namespace {
+// Thread names come from the target's threading module: look again at most this often while
+// some thread has none yet.
+constexpr std::uint64_t kNamingIntervalNs = 500'000'000;
+} // namespace
+
+ThreadRegistry::Entry ThreadRegistry::find_or_add(pid_t pid, pid_t tid, std::uint64_t thread_id) {
+    auto [it, inserted] = index_.try_emplace(Key{pid, tid, thread_id}, next_);
+    if (inserted) ++next_;
+    return {it->second, inserted};
+}
+
+ProcessSampler::ProcessSampler(std::unique_ptr<python::PythonProcess> process, FrameTable& frames,
+                               StackTable& stacks, ThreadRegistry& registry,
+                               const SamplerOptions& options)
+    : process_(std::move(process)), frames_(frames), stacks_(stacks), registry_(registry),
+      options_(options), reader_(*process_, frames, options.stack),
+      objects_(process_->memory(), process_->target()),
+      torn_marker_(frames.marker("<unreadable: the stack changed while it was read>")) {}
+
+ProcessSampler::~ProcessSampler() = default;
+
+bool ProcessSampler::gone() const {
+    auto stat = process::read_stat(process_->pid());
+    return !stat || stat->state == 'Z' || stat->state == 'X';
+}
+
+void ProcessSampler::name_threads(SampleSink& sink, std::uint64_t now_ns) {
+    if (!unnamed_threads_ || (last_naming_ns_ != 0 && now_ns - last_naming_ns_ < kNamingIntervalNs))
+        return;
+    last_naming_ns_ = now_ns;
+    unnamed_threads_ = false;
+    std::unordered_map<python::Address, std::unordered_map<std::uint64_t, std::string>> names;
+    for (const python::ThreadRecord& record : records_) {
+        auto it = threads_.find(record.tid);
+        if (it == threads_.end() || it->second.named) continue;
+        if (!names.contains(record.interp))
+            names[record.interp] = objects_.thread_names(record.interp);
+        auto name = names[record.interp].find(record.thread_id);
+        ThreadInfo info{process_->pid(), record.tid, record.thread_id, ""};
+        if (name != names[record.interp].end()) {
+            info.name = name->second;
+            it->second.named = true;
+        } else {
+            info.name = process::task_comm(process_->pid(), record.tid).value_or("");
+            unnamed_threads_ = true;
+        }
+        sink.thread(it->second.index, info);
+    }
+}
+
+bool ProcessSampler::sample(std::uint64_t now_ns, SampleSink& sink, PassStats& stats) {
+    process::ProcessPause pause;
+    if (options_.blocking) {
+        auto tids = process::list_tasks(process_->pid());
+        if (!tids) return !gone();
+        if (!pause.stop(*tids)) return !gone();
+    }
+    if (auto status = process_->read_threads(records_); !status) {
+        if (status.error().code == Errc::process_gone || gone()) return false;
+        ++stats.failed_passes; // a thread was starting or exiting: try again next tick
+        return true;
+    }
+    ++generation_;
+    gil_holders_.clear();
+
+    for (const python::ThreadRecord& record : records_) {
+        if (record.tid == 0) continue;
+        auto [it, inserted] =
+            threads_.try_emplace(record.tid, process::TaskStatReader(process_->pid(), record.tid));
+        ThreadState& thread = it->second;
+        if (inserted || thread.thread_id != record.thread_id) {
+            if (!inserted)
+                thread = ThreadState{process::TaskStatReader(process_->pid(), record.tid)};
+            auto entry = registry_.find_or_add(process_->pid(), record.tid, record.thread_id);
+            thread.index = entry.index;
+            thread.thread_id = record.thread_id;
+            unnamed_threads_ = true;
+            sink.thread(thread.index,
+                        ThreadInfo{process_->pid(), record.tid, record.thread_id,
+                                   process::task_comm(process_->pid(), record.tid).value_or("")});
+        }
+        thread.generation = generation_;
+        auto reading = thread.stat.read();
+        if (!reading) continue; // the thread exited
+        bool on_cpu = reading->state == 'R';
+        std::uint64_t cpu_ns = thread.have_previous && reading->run_ns >= thread.run_ns
+                                   ? reading->run_ns - thread.run_ns
+                                   : 0;
+        bool ran = !thread.have_previous || reading->run_ns != thread.run_ns || on_cpu;
+        thread.run_ns = reading->run_ns;
+
+        bool gil = false;
+        if (record.holds_gil >= 0) {
+            gil = record.holds_gil == 1;
+        } else {
+            auto holder = gil_holders_.find(record.interp);
+            if (holder == gil_holders_.end())
+                holder =
+                    gil_holders_
+                        .emplace(record.interp, process_->gil_holder(record.interp).value_or(0))
+                        .first;
+            gil = holder->second == record.tstate;
+        }
+        if ((options_.mode == SampleMode::cpu && !on_cpu) || (options_.gil_only && !gil)) {
+            ++stats.skipped;
+            thread.have_previous = false; // its stack is not known any more
+            continue;
+        }
+
+        python::Address frame_pointer = record.cframe != 0 ? record.cframe : record.frame;
+        Sample sample;
+        sample.thread = thread.index;
+        sample.time_ns = now_ns;
+        sample.on_cpu = on_cpu;
+        sample.gil = gil;
+        sample.cpu_ns = cpu_ns;
+        if (options_.reuse_idle && !ran && thread.have_previous &&
+            frame_pointer == thread.previous_frame) {
+            sample.stack = thread.previous_stack;
+            ++stats.reused;
+        } else {
+            sample.outcome = reader_.read(record, frame_ids_);
+            if (sample.outcome == StackOutcome::gone) continue;
+            if (sample.outcome == StackOutcome::torn) {
+                frame_ids_.assign(1, torn_marker_);
+                ++stats.errors;
+            } else if (sample.outcome == StackOutcome::truncated) {
+                ++stats.errors;
+            }
+            sample.stack = stacks_.intern(frame_ids_);
+            thread.have_previous = sample.outcome == StackOutcome::ok;
+            thread.previous_frame = frame_pointer;
+            thread.previous_stack = sample.stack;
+        }
+        ++stats.samples;
+        sink.sample(sample);
+    }
+    // Forget threads that are gone (their /proc files are closed with them).
+    std::erase_if(threads_,
+                  [&](const auto& entry) { return entry.second.generation != generation_; });
+    name_threads(sink, now_ns);
+    return true;
+}
+
+} // namespace spyglass::sampling
