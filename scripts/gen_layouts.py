@@ -41,7 +41,8 @@ EXTRA = {
 def field_names():
     text = open(HEADER).read()
     block = text[text.index("#define SPYGLASS_LAYOUT_FIELDS"):text.index("struct LayoutOffsets")]
-    return re.findall(r"X\((\w+)\)", block)
+    # clang-format may break a line inside "X(name)", leaving a backslash-newline in it.
+    return re.findall(r"X\((?:\s|\\)*(\w+)(?:\s|\\)*\)", block)
 
 
 def installed_include_dirs():
@@ -121,7 +122,7 @@ def main():
             elif key not in committed:
                 print("%d.%d: missing from %s" % (key[0], key[1], args.output))
                 status = 1
-            elif committed[key] != generated[key]:
+            elif committed[key].rstrip("\n") != generated[key].rstrip("\n"):
                 print("%d.%d: DIFFERS from the headers; rerun scripts/gen_layouts.py" % key)
                 status = 1
             else:

@@ -184,9 +184,9 @@ int main(void) {
     O(unicode_state, PyASCIIObject, state);
     P(unicode_ascii_data, sizeof(PyASCIIObject));
     P(unicode_compact_data, sizeof(PyCompactUnicodeObject));
-#if PY_VERSION_HEX < 0x030C0000
+    /* Legacy strings are gone in 3.12, but instances of str subclasses still keep their
+     * characters behind this pointer. */
     O(unicode_legacy_data, PyUnicodeObject, data);
-#endif
     {
         PyASCIIObject a, b;
         memset(&a, 0, sizeof a);
@@ -230,5 +230,29 @@ int main(void) {
     P(keys_unicode_entry_size, sizeof(PyDictUnicodeEntry));
     O(values_values, PyDictValues, values);
 #endif
+#if PY_VERSION_HEX >= 0x030D0000
+    O(values_capacity, PyDictValues, capacity);
+    O(values_valid, PyDictValues, valid);
+#endif
+
+    P(long_shift, PyLong_SHIFT);
+    O(type_itemsize, PyTypeObject, tp_itemsize);
+    O(cell_ref, PyCellObject, ob_ref);
+    O(code_flags, PyCodeObject, co_flags);
+#if PY_MAJOR_VERSION >= 3
+    O(code_kwonlyargcount, PyCodeObject, co_kwonlyargcount);
+    O(function_qualname, PyFunctionObject, func_qualname);
+#endif
+#if PY_VERSION_HEX < 0x030B0000
+    O(code_cellvars, PyCodeObject, co_cellvars);
+    O(code_freevars, PyCodeObject, co_freevars);
+#endif
+    O(function_name, PyFunctionObject, func_name);
+    O(set_used, PySetObject, used);
+    O(set_mask, PySetObject, mask);
+    O(set_table, PySetObject, table);
+    O(set_entry_key, setentry, key);
+    P(set_entry_size, sizeof(setentry));
+    O(exception_args, PyBaseExceptionObject, args);
     return 0;
 }

@@ -1,2 +1,321 @@
-// Placeholder: the flamegraph writer is being written.
+// The flame graph: one self-contained interactive SVG (hover details, click to zoom, search),
+// on-CPU frames warm, off-CPU frames blue (docs/output-formats.md). The script that makes it
+// interactive is in flamegraph_script.cpp.
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
 #include "spyglass/output/writer.hpp"
+
+namespace spyglass::output {
+
+std::string_view flamegraph_script() noexcept;
+
+namespace {
+
+// Layout, in SVG pixels; the script reads them from the root element's sg: attributes.
+constexpr double kWidth = 1200;
+constexpr double kXPad = 10;
+constexpr double kFrameHeight = 16;
+constexpr double kFontSize = 12;
+constexpr double kTitleFontSize = 17;
+constexpr double kFontWidth = 0.59; // average glyph width, in font sizes
+constexpr double kTop = 64;         // title, subtitle, buttons
+constexpr double kBottom = 36;      // the details line
+constexpr double kMinWidth = 0.1;   // narrower frames (and all above them) are left out
+
+// A frame to draw: samples [offset, offset + total) of the sorted stacks, at a depth.
+struct Box {
+    DisplayFrames::Id frame = 0;
+    std::uint64_t offset = 0;
+    std::uint64_t total = 0;
+    std::uint64_t on_cpu = 0;
+    std::uint32_t depth = 0; // 0: the root ("all")
+};
+
+std::string group_digits(std::uint64_t n) {
+    std::string digits = fmt::format("{}", n), out;
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+        if (i != 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+        out.push_back(digits[i]);
+    }
+    return out;
+}
+
+double percent(std::uint64_t part, std::uint64_t whole) {
+    return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+}
+
+std::string join(const std::vector<std::string>& words) {
+    std::string out;
+    for (const std::string& word : words) {
+        if (!out.empty()) out.push_back(' ');
+        out += word;
+    }
+    return out;
+}
+
+// As much of `text` as fits in `width` pixels (counting UTF-8 code points of an average
+// width), ".." appended when cut; empty when not even 3 characters fit.
+std::string fit_text(std::string_view text, double width, double font_size = kFontSize) {
+    auto chars = static_cast<std::size_t>(std::max(0.0, (width - 6) / (font_size * kFontWidth)));
+    if (chars < 3) return {};
+    std::size_t count = 0, cut = std::string_view::npos;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;
+        if (count == chars - 2) cut = i;
+        if (++count > chars) return std::string(text.substr(0, cut)) + "..";
+    }
+    return std::string(text);
+}
+
+std::uint32_t fnv1a(std::string_view text) {
+    std::uint32_t h = 2166136261u;
+    for (char c : text)
+        h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+    return h;
+}
+
+// Warm (red-orange-yellow) on CPU, blue when waiting; the shade comes from the function name,
+// so one function has one colour everywhere and across recordings.
+std::string colour(std::string_view function, bool off_cpu) {
+    std::uint32_t h = fnv1a(function);
+    double v1 = (h & 0xff) / 255.0, v2 = ((h >> 8) & 0xff) / 255.0, v3 = ((h >> 16) & 0xff) / 255.0;
+    auto c = [](double base, double range, double v) { return static_cast<int>(base + range * v); };
+    if (off_cpu) return fmt::format("rgb({},{},{})", c(60, 60, v1), c(110, 70, v2), c(200, 55, v3));
+    return fmt::format("rgb({},{},{})", c(205, 50, v1), c(70, 160, v2), c(20, 50, v3));
+}
+
+// What to draw, the way flamegraph.pl does it: the stacks sorted by their frames' labels, so
+// that a frame's samples are adjacent, then one pass that opens and closes frames as
+// consecutive stacks share less or more of their roots. Memory is the stacks plus the frames
+// wide enough to draw, however many distinct call paths there are.
+class Layout {
+  public:
+    explicit Layout(const sampling::Profile& profile) : display_(profile) {
+        struct Stack {
+            std::size_t begin, end; // in pool
+            std::uint64_t count, on_cpu;
+        };
+        std::vector<DisplayFrames::Id> pool, ids;
+        std::vector<Stack> stacks;
+        for (const sampling::AggregatedSample& sample : profile.samples) {
+            if (sample.count == 0) continue;
+            display_.stack(sample.thread, sample.stack, sample.on_cpu, ids);
+            stacks.push_back({pool.size(), pool.size() + ids.size(), sample.count,
+                              sample.on_cpu ? sample.count : 0});
+            pool.insert(pool.end(), ids.begin(), ids.end());
+            total_ += sample.count;
+            on_cpu_ += stacks.back().on_cpu;
+        }
+        // Compare stacks by label through each frame's rank in label order.
+        std::vector<DisplayFrames::Id> by_rank(display_.size());
+        for (std::size_t i = 0; i < by_rank.size(); ++i)
+            by_rank[i] = static_cast<DisplayFrames::Id>(i);
+        std::sort(by_rank.begin(), by_rank.end(),
+                  [&](auto a, auto b) { return display_[a].label < display_[b].label; });
+        std::vector<std::uint32_t> rank(display_.size());
+        for (std::size_t i = 0; i < by_rank.size(); ++i)
+            rank[by_rank[i]] = static_cast<std::uint32_t>(i);
+        for (DisplayFrames::Id& id : pool)
+            id = rank[id];
+        std::sort(stacks.begin(), stacks.end(), [&](const Stack& a, const Stack& b) {
+            return std::lexicographical_compare(pool.begin() + a.begin, pool.begin() + a.end,
+                                                pool.begin() + b.begin, pool.begin() + b.end);
+        });
+
+        scale_ = total_ == 0 ? 0 : (kWidth - 2 * kXPad) / static_cast<double>(total_);
+        if (total_ == 0) return;
+        boxes_.push_back({0, 0, total_, on_cpu_, 0});
+        std::vector<Box> open; // the current stack's frames, root first, ranks as frames
+        std::uint64_t offset = 0;
+        for (const Stack& stack : stacks) {
+            std::size_t length = stack.end - stack.begin, common = 0;
+            while (common < open.size() && common < length &&
+                   open[common].frame == pool[stack.begin + common])
+                ++common;
+            while (open.size() > common) {
+                close(open.back(), by_rank);
+                open.pop_back();
+            }
+            for (std::size_t i = common; i < length; ++i)
+                open.push_back(
+                    {pool[stack.begin + i], offset, 0, 0, static_cast<std::uint32_t>(i + 1)});
+            for (Box& box : open) {
+                box.total += stack.count;
+                box.on_cpu += stack.on_cpu;
+            }
+            offset += stack.count;
+        }
+        while (!open.empty()) {
+            close(open.back(), by_rank);
+            open.pop_back();
+        }
+        // Parents before children, left to right.
+        std::sort(boxes_.begin(), boxes_.end(), [](const Box& a, const Box& b) {
+            return a.offset != b.offset ? a.offset < b.offset : a.depth < b.depth;
+        });
+    }
+
+    [[nodiscard]] const std::vector<Box>& boxes() const { return boxes_; }
+    [[nodiscard]] std::uint64_t total() const { return total_; }
+    [[nodiscard]] std::uint64_t on_cpu() const { return on_cpu_; }
+    [[nodiscard]] std::uint64_t hidden() const { return hidden_; }
+    [[nodiscard]] double scale() const { return scale_; }
+    [[nodiscard]] const DisplayFrames::Entry& frame(const Box& box) const {
+        return display_[box.frame];
+    }
+
+  private:
+    void close(Box box, const std::vector<DisplayFrames::Id>& by_rank) {
+        if (static_cast<double>(box.total) * scale_ < kMinWidth) {
+            ++hidden_;
+            return;
+        }
+        box.frame = by_rank[box.frame];
+        boxes_.push_back(box);
+    }
+
+    DisplayFrames display_;
+    std::vector<Box> boxes_; // [0] (before sorting): the root
+    std::uint64_t total_ = 0, on_cpu_ = 0, hidden_ = 0;
+    double scale_ = 0;
+};
+
+std::string subtitle(const sampling::Profile& profile, std::uint64_t total, std::uint64_t on_cpu,
+                     std::uint64_t hidden) {
+    const sampling::ProfileInfo& info = profile.info;
+    std::string text =
+        fmt::format("{} samples \u00b7 {:.2f} s at {} Hz \u00b7 {:.1f}% on-CPU \u00b7 {} mode{}",
+                    group_digits(total), static_cast<double>(info.duration_ns) / 1e9, info.rate_hz,
+                    percent(on_cpu, total), info.mode == sampling::SampleMode::cpu ? "cpu" : "wall",
+                    info.gil_only ? " (GIL holders only)" : "");
+    if (!info.python_version.empty()) text += " \u00b7 Python " + info.python_version;
+    if (info.pids.size() == 1) text += fmt::format(" \u00b7 pid {}", info.pids[0]);
+    if (info.pids.size() > 1) text += fmt::format(" \u00b7 {} processes", info.pids.size());
+    auto count = [&](std::uint64_t n, std::string_view one, std::string_view many) {
+        if (n != 0) text += fmt::format(" \u00b7 {} {}", group_digits(n), n == 1 ? one : many);
+    };
+    count(info.errors, "incomplete sample", "incomplete samples");
+    count(info.late_ticks, "late tick", "late ticks");
+    count(hidden, "frame too small to draw", "frames too small to draw");
+    return text;
+}
+
+// The hover text: label, where, how much, on-CPU vs waiting.
+void append_title(std::string& out, const DisplayFrames::Entry& frame, const Box& node,
+                  std::uint64_t total) {
+    append_xml_escaped(out, frame.label);
+    if (!frame.file.empty()) {
+        out += "\nfile: ";
+        append_xml_escaped(out, frame.file);
+        if (frame.line > 0) fmt::format_to(std::back_inserter(out), ":{}", frame.line);
+    }
+    std::uint64_t off = node.total - node.on_cpu;
+    fmt::format_to(std::back_inserter(out),
+                   "\n{} samples, {:.2f}% of total\non-CPU {} ({:.1f}%), waiting {} ({:.1f}%)",
+                   group_digits(node.total), percent(node.total, total), group_digits(node.on_cpu),
+                   percent(node.on_cpu, node.total), group_digits(off), percent(off, node.total));
+}
+
+class FlamegraphWriter final : public ProfileWriter {
+  public:
+    Result<void> write(const sampling::Profile& profile, std::FILE* out) override {
+        Layout layout(profile);
+        std::uint32_t depth = 0;
+        for (const Box& box : layout.boxes())
+            depth = std::max(depth, box.depth);
+        const std::uint64_t total = layout.total();
+        const double height = kTop + (depth + 1) * kFrameHeight + kBottom;
+        const double bottom = height - kBottom; // the root frame's lower edge
+
+        std::string svg;
+        fmt::format_to(
+            std::back_inserter(svg),
+            "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n"
+            "<svg version=\"1.1\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+            "xmlns=\"http://www.w3.org/2000/svg\" xmlns:sg=\"urn:spyglass:flamegraph\" "
+            "sg:total=\"{2}\" sg:xpad=\"{3}\" sg:frameheight=\"{4}\" sg:fontsize=\"{5}\" "
+            "sg:fontwidth=\"{6}\" sg:minwidth=\"{7}\" sg:bottom=\"{8}\">\n",
+            kWidth, height, total, kXPad, kFrameHeight, kFontSize, kFontWidth, kMinWidth, bottom);
+        svg += "<style>\n"
+               "text { font-family: Verdana, 'DejaVu Sans', sans-serif; font-size: 12px; "
+               "fill: rgb(0,0,0); }\n"
+               "#title { font-size: 17px; text-anchor: middle; }\n"
+               "#subtitle { fill: rgb(80,80,80); text-anchor: middle; }\n"
+               ".button { cursor: pointer; fill: rgb(40,40,160); }\n"
+               ".button:hover { text-decoration: underline; }\n"
+               ".hide { display: none; }\n"
+               "#frames g { cursor: pointer; }\n"
+               "#frames g:hover rect { stroke: rgb(0,0,0); stroke-width: 0.5; }\n"
+               "#frames text { font-size: 12px; pointer-events: none; }\n"
+               "#frames g.parent { opacity: 0.5; }\n"
+               "</style>\n<script type=\"text/ecmascript\"><![CDATA[\n";
+        svg += flamegraph_script();
+        svg += "]]></script>\n";
+        fmt::format_to(
+            std::back_inserter(svg),
+            "<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"rgb(250,250,245)\"/>\n",
+            kWidth, height);
+        std::string command = profile.info.command.empty() ? std::string("(unknown command)")
+                                                           : join(profile.info.command);
+        fmt::format_to(std::back_inserter(svg), "<text id=\"title\" x=\"{}\" y=\"24\">",
+                       kWidth / 2);
+        append_xml_escaped(svg, "spyglass: " + fit_text(command, kWidth - 260, kTitleFontSize));
+        fmt::format_to(std::back_inserter(svg), "</text>\n<text id=\"subtitle\" x=\"{}\" y=\"44\">",
+                       kWidth / 2);
+        append_xml_escaped(svg, subtitle(profile, total, layout.on_cpu(), layout.hidden()));
+        svg += "</text>\n";
+        fmt::format_to(
+            std::back_inserter(svg),
+            "<text id=\"unzoom\" class=\"button hide\" x=\"{0}\" y=\"24\">Reset zoom</text>\n"
+            "<text id=\"search\" class=\"button\" x=\"{1}\" y=\"24\" "
+            "text-anchor=\"end\">Search</text>\n"
+            "<text id=\"details\" x=\"{0}\" y=\"{2}\"> </text>\n"
+            "<text id=\"matched\" x=\"{1}\" y=\"{2}\" text-anchor=\"end\"> </text>\n",
+            kXPad, kWidth - kXPad, height - 14);
+        if (total == 0)
+            fmt::format_to(std::back_inserter(svg),
+                           "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">No samples were "
+                           "recorded.</text>\n",
+                           kWidth / 2, bottom - kFrameHeight);
+
+        DisplayFrames::Entry root;
+        root.label = root.function = "all";
+        svg += "<g id=\"frames\">\n";
+        for (const Box& node : layout.boxes()) {
+            const DisplayFrames::Entry& frame = node.depth == 0 ? root : layout.frame(node);
+            double x = kXPad + static_cast<double>(node.offset) * layout.scale();
+            double w = static_cast<double>(node.total) * layout.scale();
+            double y = bottom - (node.depth + 1) * kFrameHeight;
+            bool off_cpu = frame.off_cpu || (node.total - node.on_cpu) * 2 > node.total;
+            svg += "<g><title>";
+            append_title(svg, frame, node, total);
+            fmt::format_to(std::back_inserter(svg),
+                           "</title><rect x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" "
+                           "fill=\"{}\" rx=\"2\" sg:x=\"{}\" sg:w=\"{}\"/><text x=\"{:.2f}\" "
+                           "y=\"{}\">",
+                           x, y, w, kFrameHeight - 1, colour(frame.function, off_cpu), node.offset,
+                           node.total, x + 3, y + 11.5);
+            append_xml_escaped(svg, fit_text(frame.label, w));
+            svg += "</text></g>\n";
+            if (svg.size() >= 1 << 16) {
+                if (auto written = write_bytes(out, svg); !written) return written;
+                svg.clear();
+            }
+        }
+        svg += "</g>\n</svg>\n";
+        if (auto written = write_bytes(out, svg); !written) return written;
+        return flush_output(out);
+    }
+};
+
+} // namespace
+
+std::unique_ptr<ProfileWriter> make_flamegraph_writer() {
+    return std::make_unique<FlamegraphWriter>();
+}
+
+} // namespace spyglass::output

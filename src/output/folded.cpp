@@ -1,2 +1,72 @@
-// Placeholder: the folded writer is being written.
+// Folded ("collapsed") stacks: "root;...;leaf count" per line, sorted, identical lines merged.
+// What flamegraph.pl, inferno and speedscope read (docs/output-formats.md).
+#include <map>
+
+#include <fmt/format.h>
+
 #include "spyglass/output/writer.hpp"
+
+namespace spyglass::output {
+
+namespace {
+
+// A label as one folded field: ';' separates frames and a line is one stack, so ';' becomes
+// ',' and control characters (newlines, tabs) become spaces.
+void append_field(std::string& out, std::string_view label) {
+    for (char c : label) {
+        if (c == ';')
+            c = ',';
+        else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+            c = ' ';
+        out.push_back(c);
+    }
+}
+
+class FoldedWriter final : public ProfileWriter {
+  public:
+    Result<void> write(const sampling::Profile& profile, std::FILE* out) override {
+        DisplayFrames display(profile);
+        std::vector<std::string> fields; // per display id, made on first use
+        auto field = [&](DisplayFrames::Id id) -> const std::string& {
+            while (fields.size() <= id) {
+                std::string text;
+                append_field(text, display[static_cast<DisplayFrames::Id>(fields.size())].label);
+                fields.push_back(std::move(text));
+            }
+            return fields[id];
+        };
+        // Merge by stack first (cheap), then by the text it becomes.
+        std::map<std::string, std::uint64_t> lines;
+        std::vector<DisplayFrames::Id> ids;
+        std::string line;
+        for (const sampling::AggregatedSample& sample : profile.samples) {
+            if (sample.count == 0) continue;
+            display.stack(sample.thread, sample.stack, sample.on_cpu, ids);
+            line.clear();
+            for (std::size_t i = 0; i < ids.size(); ++i) {
+                if (i != 0) line.push_back(';');
+                line += field(ids[i]);
+            }
+            lines[line] += sample.count;
+        }
+        std::string buffer;
+        for (const auto& [stack, count] : lines) {
+            buffer += stack;
+            fmt::format_to(std::back_inserter(buffer), " {}\n", count);
+            if (buffer.size() >= 1 << 16) {
+                if (auto written = write_bytes(out, buffer); !written) return written;
+                buffer.clear();
+            }
+        }
+        if (auto written = write_bytes(out, buffer); !written) return written;
+        return flush_output(out);
+    }
+};
+
+} // namespace
+
+std::unique_ptr<ProfileWriter> make_folded_writer() {
+    return std::make_unique<FoldedWriter>();
+}
+
+} // namespace spyglass::output

@@ -287,6 +287,16 @@ void TaskStatReader::close_all() noexcept {
     stat_fd_ = schedstat_fd_ = -1;
 }
 
+std::expected<std::uint64_t, Errc> TaskStatReader::read_run_ns() noexcept {
+    if (schedstat_fd_ < 0) return std::unexpected(Errc::process_gone);
+    char buffer[128];
+    ssize_t n = ::pread(schedstat_fd_, buffer, sizeof buffer - 1, 0);
+    if (n <= 0) return std::unexpected(Errc::process_gone);
+    std::uint64_t run_ns = 0;
+    std::from_chars(buffer, buffer + n, run_ns);
+    return run_ns;
+}
+
 std::expected<TaskStatReader::Reading, Errc> TaskStatReader::read() noexcept {
     if (stat_fd_ < 0) return std::unexpected(Errc::process_gone);
     Reading reading;

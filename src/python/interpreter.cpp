@@ -27,10 +27,10 @@ PythonProcess::PythonProcess(std::shared_ptr<process::RemoteMemory> memory, Targ
     : memory_(std::move(memory)), target_(std::move(target)) {
     walker_ = make_stack_walker(*memory_, target_);
     const LayoutOffsets& o = target_.layout.off;
-    tstate_read_size_ =
-        max_present({o.tstate_next, o.tstate_interp, o.tstate_frame, o.tstate_cframe,
-                     o.tstate_current_frame, o.tstate_thread_id, o.tstate_native_thread_id,
-                     o.tstate_datastack_chunk, o.tstate_datastack_top, o.tstate_status});
+    tstate_read_size_ = max_present({o.tstate_next, o.tstate_interp, o.tstate_frame,
+                                     o.tstate_cframe, o.tstate_current_frame, o.tstate_thread_id,
+                                     o.tstate_native_thread_id, o.tstate_datastack_chunk,
+                                     o.tstate_datastack_top, o.tstate_status});
     tstate_buffer_.resize(tstate_read_size_);
 }
 
@@ -50,7 +50,88 @@ process::ReadStatus PythonProcess::read_interpreters(std::vector<Address>& out) 
     return {};
 }
 
+void PythonProcess::decode_tstate(const std::uint8_t* bytes, Address tstate, Address interp,
+                                  std::uint32_t index, ThreadRecord& record) {
+    const LayoutOffsets& o = target_.layout.off;
+    record = ThreadRecord{};
+    record.tstate = tstate;
+    record.interp = interp;
+    record.interp_index = index;
+    record.thread_id = load<std::uint64_t>(bytes + o.tstate_thread_id);
+    if (o.tstate_frame != kAbsent) record.frame = load<std::uint64_t>(bytes + o.tstate_frame);
+    if (o.tstate_current_frame != kAbsent)
+        record.frame = load<std::uint64_t>(bytes + o.tstate_current_frame);
+    if (o.tstate_cframe != kAbsent) record.cframe = load<std::uint64_t>(bytes + o.tstate_cframe);
+    if (o.tstate_datastack_chunk != kAbsent) {
+        record.datastack_chunk = load<std::uint64_t>(bytes + o.tstate_datastack_chunk);
+        record.datastack_top = load<std::uint64_t>(bytes + o.tstate_datastack_top);
+    }
+    if (o.tstate_status != kAbsent && o.tstate_holds_gil_bit != kAbsent) {
+        auto status_word = load<std::uint32_t>(bytes + o.tstate_status);
+        record.holds_gil = static_cast<std::int8_t>((status_word >> o.tstate_holds_gil_bit) & 1);
+    }
+    if (o.tstate_native_thread_id != kAbsent)
+        record.tid = static_cast<pid_t>(load<std::uint64_t>(bytes + o.tstate_native_thread_id));
+    else
+        record.tid = tid_for(tstate, record.thread_id);
+}
+
+PythonProcess::GilSpan PythonProcess::gil_span(Address interp) {
+    const LayoutOffsets& o = target_.layout.off;
+    auto covering = [](Address locked, Address holder) {
+        Address low = std::min(locked, holder);
+        return GilSpan{low, static_cast<std::uint32_t>(std::max(locked, holder) + 8 - low)};
+    };
+    switch (target_.layout.gil_model) {
+    case GilModel::thread_state_current:
+        return target_.tstate_current ? GilSpan{target_.tstate_current, 8} : GilSpan{};
+    case GilModel::static_globals:
+        // gil_locked / gil_last_holder are two statics: not one span. The slow path reads them.
+        return GilSpan{};
+    case GilModel::runtime_gil:
+        return covering(target_.runtime + o.runtime_gil_locked,
+                        target_.runtime + o.runtime_gil_last_holder);
+    case GilModel::interpreter_gil: {
+        auto it = gil_of_interp_.find(interp);
+        if (it == gil_of_interp_.end()) return GilSpan{};
+        return covering(it->second + o.gil_locked, it->second + o.gil_last_holder);
+    }
+    }
+    return GilSpan{};
+}
+
+std::int8_t PythonProcess::decode_gil(const std::uint8_t* bytes, const GilSpan& span,
+                                      Address interp, Address tstate) const {
+    const LayoutOffsets& o = target_.layout.off;
+    Address locked_at = 0, holder_at = 0;
+    switch (target_.layout.gil_model) {
+    case GilModel::thread_state_current: return load<std::uint64_t>(bytes) == tstate ? 1 : 0;
+    case GilModel::static_globals: return -1;
+    case GilModel::runtime_gil:
+        locked_at = target_.runtime + o.runtime_gil_locked;
+        holder_at = target_.runtime + o.runtime_gil_last_holder;
+        break;
+    case GilModel::interpreter_gil: {
+        Address gil = gil_of_interp_.at(interp);
+        locked_at = gil + o.gil_locked;
+        holder_at = gil + o.gil_last_holder;
+        break;
+    }
+    }
+    // last_holder stays set after the GIL is released: only `locked` says it is held.
+    if (load<std::int32_t>(bytes + (locked_at - span.at)) != 1) return 0;
+    return load<std::uint64_t>(bytes + (holder_at - span.at)) == tstate ? 1 : 0;
+}
+
 process::ReadStatus PythonProcess::read_threads(std::vector<ThreadRecord>& out) {
+    if (!cached_.interps.empty() && read_threads_fast(out)) return {};
+    auto status = read_threads_slowly(out);
+    if (status) remember(out);
+    else cached_ = {};
+    return status;
+}
+
+process::ReadStatus PythonProcess::read_threads_slowly(std::vector<ThreadRecord>& out) {
     out.clear();
     const LayoutOffsets& o = target_.layout.off;
     if (auto status = read_interpreters(interps_); !status) return status;
@@ -62,42 +143,121 @@ process::ReadStatus PythonProcess::read_threads(std::vector<ThreadRecord>& out) 
         std::size_t first = out.size();
         for (Address tstate = *head; tstate != 0 && out.size() < kMaxThreads;) {
             bool seen = false;
-            for (std::size_t i = first; i < out.size() && !seen; ++i)
-                seen = out[i].tstate == tstate;
+            for (std::size_t i = first; i < out.size() && !seen; ++i) seen = out[i].tstate == tstate;
             if (seen) break;
-            if (auto status = memory_->read(tstate, buffer, tstate_read_size_); !status)
-                return status;
+            if (auto status = memory_->read(tstate, buffer, tstate_read_size_); !status) return status;
             if (load<std::uint64_t>(buffer + o.tstate_interp) != interp)
                 return std::unexpected(ReadError{Errc::corrupt, tstate});
-            ThreadRecord& record = out.emplace_back();
-            record.tstate = tstate;
-            record.interp = interp;
-            record.interp_index = static_cast<std::uint32_t>(index);
-            record.thread_id = load<std::uint64_t>(buffer + o.tstate_thread_id);
-            if (o.tstate_frame != kAbsent)
-                record.frame = load<std::uint64_t>(buffer + o.tstate_frame);
-            if (o.tstate_current_frame != kAbsent)
-                record.frame = load<std::uint64_t>(buffer + o.tstate_current_frame);
-            if (o.tstate_cframe != kAbsent)
-                record.cframe = load<std::uint64_t>(buffer + o.tstate_cframe);
-            if (o.tstate_datastack_chunk != kAbsent) {
-                record.datastack_chunk = load<std::uint64_t>(buffer + o.tstate_datastack_chunk);
-                record.datastack_top = load<std::uint64_t>(buffer + o.tstate_datastack_top);
-            }
-            if (o.tstate_status != kAbsent && o.tstate_holds_gil_bit != kAbsent) {
-                auto status_word = load<std::uint32_t>(buffer + o.tstate_status);
-                record.holds_gil =
-                    static_cast<std::int8_t>((status_word >> o.tstate_holds_gil_bit) & 1);
-            }
-            if (o.tstate_native_thread_id != kAbsent)
-                record.tid =
-                    static_cast<pid_t>(load<std::uint64_t>(buffer + o.tstate_native_thread_id));
-            else
-                record.tid = tid_for(tstate, record.thread_id);
+            decode_tstate(buffer, tstate, interp, static_cast<std::uint32_t>(index), out.emplace_back());
             tstate = load<std::uint64_t>(buffer + o.tstate_next);
+        }
+        Address holder = 0;
+        bool gil_known = false;
+        for (std::size_t i = first; i < out.size(); ++i) {
+            ThreadRecord& record = out[i];
+            if (record.cframe != 0 && o.cframe_current_frame != kAbsent) {
+                auto frame = memory_->read_value<std::uint64_t>(record.cframe + o.cframe_current_frame);
+                if (!frame) return std::unexpected(frame.error());
+                record.frame = *frame;
+            }
+            if (record.holds_gil >= 0) continue;
+            if (!gil_known) {
+                auto found = gil_holder(interp);
+                gil_known = true;
+                holder = found ? *found : 0;
+                if (!found) continue;
+            }
+            record.holds_gil = holder == record.tstate ? 1 : 0;
         }
     }
     return {};
+}
+
+void PythonProcess::remember(const std::vector<ThreadRecord>& records) {
+    cached_ = {};
+    cached_.interps = interps_;
+    cached_.thread_counts.assign(interps_.size(), 0);
+    for (const ThreadRecord& record : records) {
+        ++cached_.thread_counts[record.interp_index];
+        cached_.tstates.push_back(record.tstate);
+        cached_.cframes.push_back(record.cframe);
+    }
+}
+
+// One read_many for the head, every interpreter, every thread state, each 3.11/3.12 cframe's
+// current frame and the GIL; then check that the lists still link up exactly as remembered.
+bool PythonProcess::read_threads_fast(std::vector<ThreadRecord>& out) {
+    const LayoutOffsets& o = target_.layout.off;
+    const Cached& c = cached_;
+    const std::uint32_t interp_low = std::min(o.interp_next, o.interp_threads_head);
+    const std::uint32_t interp_span = std::max(o.interp_next, o.interp_threads_head) + 8 - interp_low;
+    const bool cframes = o.tstate_cframe != kAbsent && o.cframe_current_frame != kAbsent;
+
+    std::vector<GilSpan> gils(c.interps.size());
+    std::size_t size = 8 + c.interps.size() * interp_span + c.tstates.size() * tstate_read_size_ +
+                       (cframes ? c.tstates.size() * 8 : 0);
+    for (std::size_t i = 0; i < c.interps.size(); ++i) {
+        gils[i] = gil_span(c.interps[i]);
+        size += gils[i].length;
+    }
+    batch_bytes_.resize(size);
+    batch_.clear();
+    std::uint8_t* at = batch_bytes_.data();
+    auto add = [&](Address address, std::size_t length) {
+        batch_.push_back({address, at, length});
+        std::uint8_t* start = at;
+        at += length;
+        return start;
+    };
+    const std::uint8_t* head = add(target_.interp_head_slot, 8);
+    std::vector<const std::uint8_t*> interp_bytes, gil_bytes, tstate_bytes, cframe_bytes;
+    for (std::size_t i = 0; i < c.interps.size(); ++i) {
+        interp_bytes.push_back(add(c.interps[i] + interp_low, interp_span));
+        gil_bytes.push_back(gils[i].length ? add(gils[i].at, gils[i].length) : nullptr);
+    }
+    for (std::size_t i = 0; i < c.tstates.size(); ++i) {
+        tstate_bytes.push_back(add(c.tstates[i], tstate_read_size_));
+        cframe_bytes.push_back(cframes && c.cframes[i] != 0
+                                   ? add(c.cframes[i] + o.cframe_current_frame, 8)
+                                   : nullptr);
+    }
+    if (!memory_->read_many(batch_)) return false;
+
+    // The shape must be exactly the remembered one.
+    if (load<std::uint64_t>(head) != c.interps.front()) return false;
+    std::size_t t = 0;
+    out.clear();
+    for (std::size_t i = 0; i < c.interps.size(); ++i) {
+        const std::uint8_t* interp = interp_bytes[i] - interp_low;
+        Address next = load<std::uint64_t>(interp + o.interp_next);
+        if (next != (i + 1 < c.interps.size() ? c.interps[i + 1] : 0)) return false;
+        Address expected = c.thread_counts[i] ? c.tstates[t] : 0;
+        if (load<std::uint64_t>(interp + o.interp_threads_head) != expected) return false;
+        for (std::uint32_t k = 0; k < c.thread_counts[i]; ++k, ++t) {
+            const std::uint8_t* bytes = tstate_bytes[t];
+            Address following = k + 1 < c.thread_counts[i] ? c.tstates[t + 1] : 0;
+            if (load<std::uint64_t>(bytes + o.tstate_next) != following ||
+                load<std::uint64_t>(bytes + o.tstate_interp) != c.interps[i])
+                return false;
+            ThreadRecord& record = out.emplace_back();
+            decode_tstate(bytes, c.tstates[t], c.interps[i], static_cast<std::uint32_t>(i), record);
+            if (cframes && record.cframe != 0) {
+                if (record.cframe != c.cframes[t] || cframe_bytes[t] == nullptr) return false;
+                record.frame = load<std::uint64_t>(cframe_bytes[t]);
+            }
+            if (record.holds_gil < 0 && gil_bytes[i] != nullptr)
+                record.holds_gil = decode_gil(gil_bytes[i], gils[i], c.interps[i], record.tstate);
+        }
+    }
+    // 3.6's GIL statics are not in the batch.
+    if (target_.layout.gil_model == GilModel::static_globals) {
+        for (std::size_t i = 0, first = 0; i < c.interps.size(); first += c.thread_counts[i], ++i) {
+            auto holder = gil_holder(c.interps[i]);
+            for (std::size_t k = first; k < first + c.thread_counts[i]; ++k)
+                out[k].holds_gil = holder ? (*holder == out[k].tstate ? 1 : 0) : -1;
+        }
+    }
+    return true;
 }
 
 pid_t PythonProcess::tid_for(Address tstate, std::uint64_t thread_id) {
@@ -114,8 +274,7 @@ pid_t PythonProcess::tid_for(Address tstate, std::uint64_t thread_id) {
 std::expected<Address, ReadError> PythonProcess::gil_holder(Address interp) {
     const Layout& layout = target_.layout;
     const LayoutOffsets& o = layout.off;
-    auto read_pair = [&](Address locked_at,
-                         Address holder_at) -> std::expected<Address, ReadError> {
+    auto read_pair = [&](Address locked_at, Address holder_at) -> std::expected<Address, ReadError> {
         Address low = std::min(locked_at, holder_at);
         std::uint8_t bytes[64];
         std::size_t span = std::max(locked_at, holder_at) + 8 - low;

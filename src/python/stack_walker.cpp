@@ -140,13 +140,12 @@ class InterpreterFrameWalker final : public StackWalker {
             out.head_slot = thread.tstate + o.tstate_current_frame;
             frame = thread.frame;
         } else {
+            // read_threads already followed tstate->cframe->current_frame.
             out.cframe_slot = thread.tstate + o.tstate_cframe;
             out.cframe = thread.cframe;
             if (thread.cframe == 0) return;
             out.head_slot = thread.cframe + o.cframe_current_frame;
-            auto head = memory_.read_value<std::uint64_t>(out.head_slot);
-            if (!head) return fail(out, StackEnd::read_failed, head.error());
-            frame = *head;
+            frame = thread.frame;
         }
         out.head = frame;
         if (frame == 0) return;

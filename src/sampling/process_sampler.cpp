@@ -68,46 +68,48 @@ bool ProcessSampler::sample(std::uint64_t now_ns, SampleSink& sink, PassStats& s
         return true;
     }
     ++generation_;
-    gil_holders_.clear();
 
     for (const python::ThreadRecord& record : records_) {
         if (record.tid == 0) continue;
-        auto [it, inserted] =
-            threads_.try_emplace(record.tid, process::TaskStatReader(process_->pid(), record.tid));
-        ThreadState& thread = it->second;
-        if (inserted || thread.thread_id != record.thread_id) {
-            if (!inserted)
-                thread = ThreadState{process::TaskStatReader(process_->pid(), record.tid)};
-            auto entry = registry_.find_or_add(process_->pid(), record.tid, record.thread_id);
-            thread.index = entry.index;
-            thread.thread_id = record.thread_id;
+        auto it = threads_.find(record.tid);
+        if (it == threads_.end() || it->second.thread_id != record.thread_id) {
+            // A new thread (or a new one that got the TID of one that exited).
+            ThreadState fresh{process::TaskStatReader(process_->pid(), record.tid)};
+            fresh.index = registry_.find_or_add(process_->pid(), record.tid, record.thread_id).index;
+            fresh.thread_id = record.thread_id;
+            it = threads_.insert_or_assign(record.tid, std::move(fresh)).first;
             unnamed_threads_ = true;
-            sink.thread(thread.index,
+            sink.thread(it->second.index,
                         ThreadInfo{process_->pid(), record.tid, record.thread_id,
                                    process::task_comm(process_->pid(), record.tid).value_or("")});
         }
+        ThreadState& thread = it->second;
         thread.generation = generation_;
-        auto reading = thread.stat.read();
-        if (!reading) continue; // the thread exited
-        bool on_cpu = reading->state == 'R';
-        std::uint64_t cpu_ns = thread.have_previous && reading->run_ns >= thread.run_ns
-                                   ? reading->run_ns - thread.run_ns
-                                   : 0;
-        bool ran = !thread.have_previous || reading->run_ns != thread.run_ns || on_cpu;
-        thread.run_ns = reading->run_ns;
 
-        bool gil = false;
-        if (record.holds_gil >= 0) {
-            gil = record.holds_gil == 1;
-        } else {
-            auto holder = gil_holders_.find(record.interp);
-            if (holder == gil_holders_.end())
-                holder =
-                    gil_holders_
-                        .emplace(record.interp, process_->gil_holder(record.interp).value_or(0))
-                        .first;
-            gil = holder->second == record.tstate;
+        // A thread that was off the CPU and has not run since is still off it: its run time
+        // alone says so, without reading its stat.
+        std::uint64_t run_ns = 0;
+        char state = 0;
+        if (options_.reuse_idle && thread.have_run_ns && !thread.on_cpu) {
+            auto run = thread.stat.read_run_ns();
+            if (!run) continue; // the thread exited
+            run_ns = *run;
+            if (run_ns == thread.run_ns) state = 'S';
         }
+        if (state == 0) {
+            auto reading = thread.stat.read();
+            if (!reading) continue;
+            state = reading->state;
+            run_ns = reading->run_ns;
+        }
+        bool on_cpu = state == 'R';
+        std::uint64_t cpu_ns = thread.have_run_ns && run_ns >= thread.run_ns ? run_ns - thread.run_ns : 0;
+        bool ran = !thread.have_run_ns || run_ns != thread.run_ns || on_cpu;
+        thread.run_ns = run_ns;
+        thread.have_run_ns = true;
+        thread.on_cpu = on_cpu;
+
+        bool gil = record.holds_gil == 1;
         if ((options_.mode == SampleMode::cpu && !on_cpu) || (options_.gil_only && !gil)) {
             ++stats.skipped;
             thread.have_previous = false; // its stack is not known any more

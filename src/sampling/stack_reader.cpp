@@ -56,10 +56,17 @@ bool StackReader::refresh(python::ThreadRecord& thread) {
                                                                      : o.tstate_cframe;
     auto word = memory.read_value<std::uint64_t>(thread.tstate + head);
     if (!word) return !gone(word.error());
-    if (o.tstate_cframe != python::kAbsent && o.tstate_current_frame == python::kAbsent)
+    if (o.tstate_cframe != python::kAbsent && o.tstate_current_frame == python::kAbsent) {
         thread.cframe = *word;
-    else
+        thread.frame = 0;
+        if (*word != 0) {
+            auto frame = memory.read_value<std::uint64_t>(*word + o.cframe_current_frame);
+            if (!frame) return !gone(frame.error());
+            thread.frame = *frame;
+        }
+    } else {
         thread.frame = *word;
+    }
     if (o.tstate_datastack_chunk != python::kAbsent) {
         auto chunk = memory.read_value<std::uint64_t>(thread.tstate + o.tstate_datastack_chunk);
         auto top = memory.read_value<std::uint64_t>(thread.tstate + o.tstate_datastack_top);

@@ -1,11 +1,15 @@
-// The output formats of `spyglass record`, behind one small interface.
+// The output formats of `spyglass record`, behind one small interface. docs/output-formats.md
+// describes every format as a consumer sees it.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "spyglass/error.hpp"
 #include "spyglass/sampling/profile.hpp"
@@ -15,9 +19,11 @@ namespace spyglass::output {
 enum class Format { flamegraph, folded, pprof, speedscope };
 
 const char* format_name(Format format) noexcept;
+// "flamegraph" (or "svg"), "folded" (or "raw", "collapsed"), "pprof", "speedscope".
 std::optional<Format> parse_format(std::string_view name) noexcept;
-// From the output file's extension: .svg/.html flame graph, .txt/.folded/.collapsed folded,
-// .pb/.pb.gz/.pprof pprof, .json speedscope; anything else: flame graph.
+// From the output file's extension (any case): .svg/.html flame graph,
+// .txt/.folded/.collapsed folded, .pb/.pb.gz/.pprof pprof, .json speedscope; anything else:
+// flame graph.
 Format format_for_path(std::string_view path) noexcept;
 // Whether the format needs the time-ordered sample list (Profile::timeline).
 bool needs_timeline(Format format) noexcept;
@@ -25,21 +31,77 @@ bool needs_timeline(Format format) noexcept;
 class ProfileWriter {
   public:
     virtual ~ProfileWriter() = default;
-    // Writes the whole profile to `out`. Errors are I/O errors (disk full, closed pipe).
+    // Writes the whole profile to `out` and flushes it. Errors are I/O errors (disk full,
+    // closed pipe): Errc::io.
     virtual Result<void> write(const sampling::Profile& profile, std::FILE* out) = 0;
 };
 
 std::unique_ptr<ProfileWriter> make_writer(Format format);
 
 // "function (file:line)" as every text format shows a frame (file shortened unless
-// full_filenames; no line with --nolineno; markers as they are).
+// full_filenames; no line with --nolineno or line 0; no parentheses without a file; markers as
+// they are).
 std::string frame_label(const sampling::Profile& profile, sampling::FrameId frame);
 // Shortens a source path for display: after site-packages/ or dist-packages/, after
 // lib/pythonX.Y/, else unchanged.
 std::string short_filename(std::string_view path);
 
-// The pseudo-frame that folded stacks and speedscope put on top of a sample whose thread was
-// off-CPU (docs/output-formats.md).
+// The pseudo-frame that folded stacks, speedscope and the flame graph put on top of a sample
+// whose thread was off-CPU (docs/output-formats.md).
 inline constexpr std::string_view kOffCpuFrame = "[off-cpu]";
+// The pseudo-frame those formats show for a sample without any Python frame.
+inline constexpr std::string_view kNoFramesFrame = "[no Python frames]";
+
+// The root frames of per_process_roots and per_thread_roots: "process 4242",
+// "thread 4243 worker-1" ("thread 4243" when the thread has no name).
+std::string process_root_label(pid_t pid);
+std::string thread_root_label(const sampling::ThreadInfo& thread);
+
+// The frames the stack formats (folded, speedscope, flame graph) show, each distinct label
+// once: Python frames, markers and the pseudo-frames above. Labels are made once per frame.
+class DisplayFrames {
+  public:
+    using Id = std::uint32_t;
+    struct Entry {
+        std::string label;      // frame_label, or the pseudo-frame's text
+        std::string function;   // the function name (the text for the others): for colours
+        std::string file;       // the full path; empty for markers and pseudo-frames
+        std::int32_t line = 0;  // 0: none (or --nolineno)
+        bool synthetic = false; // a root, kOffCpuFrame or kNoFramesFrame: not in the target
+        bool off_cpu = false;   // kOffCpuFrame
+    };
+
+    explicit DisplayFrames(const sampling::Profile& profile);
+
+    // Replaces `out` with what to show for a sample, root first: "process <pid>"
+    // (per_process_roots), "thread <tid> <name>" (per_thread_roots), the Python frames
+    // outermost first (kNoFramesFrame when there are none), kOffCpuFrame when off-CPU.
+    void stack(std::uint32_t thread, sampling::StackId stack, bool on_cpu, std::vector<Id>& out);
+
+    [[nodiscard]] const Entry& operator[](Id id) const noexcept { return entries_[id]; }
+    [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
+
+  private:
+    static constexpr Id kUnset = ~Id{0};
+    Id intern(Entry entry);
+    Id frame(sampling::FrameId id);
+
+    const sampling::Profile& profile_;
+    std::vector<Entry> entries_;
+    std::unordered_map<std::string, Id> index_; // label -> id
+    std::vector<Id> by_frame_;                  // FrameId -> Id, kUnset until first used
+    std::vector<Id> thread_roots_;              // Profile::threads index -> Id
+    std::unordered_map<pid_t, Id> process_roots_;
+    Id off_cpu_ = kUnset, no_frames_ = kUnset;
+};
+
+// Checked stdio for the writers: all of `bytes`, or Errc::io with the reason (errno).
+Result<void> write_bytes(std::FILE* out, std::string_view bytes);
+// fflush, checked the same way: the last buffered bytes' errors (ENOSPC) show here.
+Result<void> flush_output(std::FILE* out);
+
+// Text output for the XML of the flame graph: escapes &<>"', replaces invalid UTF-8 and
+// characters XML cannot carry with U+FFFD.
+void append_xml_escaped(std::string& out, std::string_view text);
 
 } // namespace spyglass::output

@@ -96,6 +96,8 @@ class TaskStatReader {
     };
     // Fails with process_gone once the task has exited.
     std::expected<Reading, Errc> read() noexcept;
+    // Only the run time (one pread of schedstat).
+    std::expected<std::uint64_t, Errc> read_run_ns() noexcept;
     [[nodiscard]] pid_t tid() const noexcept { return tid_; }
 
   private:

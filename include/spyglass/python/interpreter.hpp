@@ -24,11 +24,11 @@ struct ThreadRecord {
     Address interp = 0;
     std::uint64_t thread_id = 0; // pthread_t, as threading.get_ident() reports it
     pid_t tid = 0;               // kernel thread id; 0 if it could not be found
-    Address frame = 0;           // <= 3.10: tstate->frame; 3.13+: tstate->current_frame
-    Address cframe = 0;          // 3.11 / 3.12: tstate->cframe (the head is cframe->current_frame)
+    Address frame = 0;           // the innermost frame (3.11 / 3.12: cframe->current_frame)
+    Address cframe = 0;          // 3.11 / 3.12: tstate->cframe
     Address datastack_chunk = 0; // 3.11+
     Address datastack_top = 0;   // 3.11+
-    std::int8_t holds_gil = -1;  // from the thread state itself (3.13+); -1 = ask gil_holder()
+    std::int8_t holds_gil = -1;  // 1 / 0, or -1 when the GIL could not be read
     std::uint32_t interp_index = 0; // 0 = newest interpreter
 };
 
@@ -53,7 +53,9 @@ class PythonProcess {
     [[nodiscard]] pid_t pid() const noexcept { return target_.pid; }
 
     // Every thread state of every interpreter (newest interpreter first, each list newest thread
-    // first). Bounded by kMaxInterpreters and kMaxThreads; a cycle ends a list.
+    // first), with each thread's innermost frame and whether it holds the GIL. Bounded by
+    // kMaxInterpreters and kMaxThreads; a cycle ends a list. After the first call, one batched
+    // read fetches everything when the lists have not changed since the previous call.
     process::ReadStatus read_threads(std::vector<ThreadRecord>& out);
 
     // The addresses of the interpreter states, newest first.
@@ -64,6 +66,19 @@ class PythonProcess {
 
   private:
     pid_t tid_for(Address tstate, std::uint64_t thread_id);
+    process::ReadStatus read_threads_slowly(std::vector<ThreadRecord>& out);
+    bool read_threads_fast(std::vector<ThreadRecord>& out);
+    void decode_tstate(const std::uint8_t* bytes, Address tstate, Address interp,
+                       std::uint32_t index, ThreadRecord& record);
+    // Where the GIL of an interpreter can be read (0 = unknown), and the span to read there.
+    struct GilSpan {
+        Address at = 0;
+        std::uint32_t length = 0;
+    };
+    GilSpan gil_span(Address interp);
+    std::int8_t decode_gil(const std::uint8_t* bytes, const GilSpan& span, Address interp,
+                           Address tstate) const;
+    void remember(const std::vector<ThreadRecord>& records);
 
     std::shared_ptr<process::RemoteMemory> memory_;
     TargetInfo target_;
@@ -71,6 +86,15 @@ class PythonProcess {
     std::size_t tstate_read_size_ = 0;
     std::vector<std::uint8_t> tstate_buffer_;
     std::vector<Address> interps_;
+    // The shape seen by the last full read, for the one-batch fast path.
+    struct Cached {
+        std::vector<Address> interps;
+        std::vector<std::uint32_t> thread_counts; // per interpreter
+        std::vector<Address> tstates;
+        std::vector<Address> cframes; // per tstate (3.11 / 3.12)
+    } cached_;
+    std::vector<process::ReadOp> batch_;
+    std::vector<std::uint8_t> batch_bytes_;
     std::unordered_map<Address, Address> gil_of_interp_; // 3.12+: interp -> its gil struct
     struct TidEntry {
         std::uint64_t thread_id;

@@ -15,44 +15,53 @@ inline constexpr std::uint32_t kAbsent = 0xffffffffu;
 
 // Every offset the readers use, by name. The generator emits exactly these names; a field the
 // version does not have keeps kAbsent.
+// clang-format off
 #define SPYGLASS_LAYOUT_FIELDS(X)                                                                  \
     /* _PyRuntimeState (3.7+) */                                                                   \
-    X(runtime_size)                                                                                \
-    X(runtime_interpreters_head) X(runtime_interpreters_main) X(runtime_main_thread)               \
-        X(runtime_gil_locked) X(runtime_gil_last_holder)                                           \
-            X(runtime_tstate_current) /* PyInterpreterState */                                     \
-        X(interp_size) X(interp_next) X(interp_threads_head) X(interp_id) X(interp_modules)        \
-            X(interp_ceval_gil)          /* struct _gil_runtime_state (3.12+, reached through      \
-                                            interp->ceval.gil) */                                  \
-        X(gil_locked) X(gil_last_holder) /* PyThreadState */                                       \
-        X(tstate_size) X(tstate_next) X(tstate_interp) X(tstate_frame) X(tstate_cframe)            \
-            X(cframe_current_frame) X(tstate_current_frame) X(tstate_thread_id)                    \
-                X(tstate_native_thread_id) X(tstate_datastack_chunk) X(tstate_datastack_top)       \
-                    X(tstate_status) X(tstate_holds_gil_bit)                                       \
-                        X(tstate_state) /* PyFrameObject (up to 3.10) */                           \
-        X(frame_back) X(frame_code) X(frame_lasti)                                                 \
-            X(frame_localsplus) /* _PyInterpreterFrame (3.11+) and the frame owner enum */         \
-        X(iframe_size) X(iframe_code) X(iframe_previous) X(iframe_instr) X(iframe_owner)           \
-            X(iframe_is_entry) X(iframe_localsplus) X(owner_thread) X(owner_generator)             \
-                X(owner_frame_object) X(owner_cstack)              /* _PyStackChunk (3.11+) */     \
-        X(chunk_previous) X(chunk_size) X(chunk_top) X(chunk_data) /* PyCodeObject */              \
-        X(code_size) X(code_argcount) X(code_nlocals) X(code_nlocalsplus) X(code_firstlineno)      \
-            X(code_filename) X(code_name) X(code_qualname) X(code_linetable) X(code_code)          \
-                X(code_code_adaptive) X(code_firsttraceable) X(code_varnames)                      \
-                    X(code_localsplusnames) X(code_localspluskinds) /* objects and types */        \
-        X(object_type) X(var_size) X(type_name) X(type_flags) X(type_basicsize) X(type_dictoffset) \
-            X(heaptype_cached_keys) /* str / bytes / unicode */                                    \
-        X(bytes_data) X(unicode_length) X(unicode_state) X(unicode_ascii_data)                     \
-            X(unicode_compact_data) X(unicode_legacy_data) X(unicode_kind_shift)                   \
-                X(unicode_compact_bit) X(unicode_ascii_bit) X(py2_unicode_length)                  \
-                    X(py2_unicode_str)                                                             \
-                        X(py2_unicode_size) /* numbers and containers, for --locals */             \
-        X(int_value) X(long_digits) X(long_tag) X(float_value) X(tuple_items) X(list_items) X(     \
-            module_dict) /* dict (2.7: open table; 3.6+: keys object with indices then entries) */ \
-        X(dict_used) X(dict_keys) X(dict_values) X(dict_py2_mask) X(dict_py2_table)                \
-            X(dict_py2_entry_size) X(keys_size) X(keys_log2_size) X(keys_log2_index_bytes)         \
-                X(keys_kind) X(keys_nentries) X(keys_indices) X(keys_entry_size)                   \
-                    X(keys_unicode_entry_size) X(values_values)
+    X(runtime_size) X(runtime_interpreters_head) X(runtime_interpreters_main)                      \
+    X(runtime_main_thread) X(runtime_gil_locked) X(runtime_gil_last_holder)                        \
+    X(runtime_tstate_current)                                                                      \
+    /* PyInterpreterState */                                                                       \
+    X(interp_size) X(interp_next) X(interp_threads_head) X(interp_id) X(interp_modules)            \
+    X(interp_ceval_gil)                                                                            \
+    /* struct _gil_runtime_state (3.12+, reached through interp->ceval.gil) */                     \
+    X(gil_locked) X(gil_last_holder)                                                               \
+    /* PyThreadState */                                                                            \
+    X(tstate_size) X(tstate_next) X(tstate_interp) X(tstate_frame) X(tstate_cframe)                \
+    X(cframe_current_frame) X(tstate_current_frame) X(tstate_thread_id)                            \
+    X(tstate_native_thread_id) X(tstate_datastack_chunk) X(tstate_datastack_top)                   \
+    X(tstate_status) X(tstate_holds_gil_bit) X(tstate_state)                                       \
+    /* PyFrameObject (up to 3.10) */                                                               \
+    X(frame_back) X(frame_code) X(frame_lasti) X(frame_localsplus)                                 \
+    /* _PyInterpreterFrame (3.11+) and the frame owner enum */                                     \
+    X(iframe_size) X(iframe_code) X(iframe_previous) X(iframe_instr) X(iframe_owner)               \
+    X(iframe_is_entry) X(iframe_localsplus) X(owner_thread) X(owner_generator)                     \
+    X(owner_frame_object) X(owner_cstack)                                                          \
+    /* _PyStackChunk (3.11+) */                                                                    \
+    X(chunk_previous) X(chunk_size) X(chunk_top) X(chunk_data)                                     \
+    /* PyCodeObject */                                                                             \
+    X(code_size) X(code_argcount) X(code_nlocals) X(code_nlocalsplus) X(code_firstlineno)          \
+    X(code_filename) X(code_name) X(code_qualname) X(code_linetable) X(code_code)                  \
+    X(code_code_adaptive) X(code_firsttraceable) X(code_varnames) X(code_localsplusnames)          \
+    X(code_localspluskinds) X(code_flags) X(code_kwonlyargcount) X(code_cellvars)                  \
+    X(code_freevars)                                                                               \
+    /* objects and types */                                                                        \
+    X(object_type) X(var_size) X(type_name) X(type_flags) X(type_basicsize) X(type_dictoffset)     \
+    X(heaptype_cached_keys) X(type_itemsize)                                                       \
+    /* str / bytes / unicode */                                                                    \
+    X(bytes_data) X(unicode_length) X(unicode_state) X(unicode_ascii_data)                         \
+    X(unicode_compact_data) X(unicode_legacy_data) X(unicode_kind_shift) X(unicode_compact_bit)    \
+    X(unicode_ascii_bit) X(py2_unicode_length) X(py2_unicode_str) X(py2_unicode_size)              \
+    /* numbers, cells, functions, exceptions */                                                    \
+    X(int_value) X(long_digits) X(long_tag) X(float_value) X(long_shift) X(cell_ref)               \
+    X(function_name) X(function_qualname) X(exception_args)                                        \
+    /* containers; dict: 2.7 open table, 3.6+ keys object with indices then entries */             \
+    X(tuple_items) X(list_items) X(module_dict) X(dict_used) X(dict_keys) X(dict_values)           \
+    X(dict_py2_mask) X(dict_py2_table) X(dict_py2_entry_size) X(keys_size) X(keys_log2_size)       \
+    X(keys_log2_index_bytes) X(keys_kind) X(keys_nentries) X(keys_indices) X(keys_entry_size)      \
+    X(keys_unicode_entry_size) X(values_values) X(values_capacity) X(values_valid) X(set_used)     \
+    X(set_mask) X(set_table) X(set_entry_key) X(set_entry_size)
+// clang-format on
 
 struct LayoutOffsets {
 #define SPYGLASS_DECLARE_FIELD(name) std::uint32_t name = kAbsent;

@@ -77,8 +77,10 @@ class ProcessSampler {
         process::TaskStatReader stat;
         std::uint32_t index = 0;
         std::uint64_t thread_id = 0;
-        std::uint64_t run_ns = 0;
-        bool have_previous = false;
+        std::uint64_t run_ns = 0;  // schedstat run time at the previous pass
+        bool have_run_ns = false;
+        bool on_cpu = false;       // at the previous pass
+        bool have_previous = false; // previous_stack is the thread's stack as of run_ns
         python::Address previous_frame = 0;
         StackId previous_stack = 0;
         std::uint64_t generation = 0;
@@ -98,7 +100,6 @@ class ProcessSampler {
     std::vector<python::ThreadRecord> records_;
     std::vector<FrameId> frame_ids_;
     std::unordered_map<pid_t, ThreadState> threads_;
-    std::unordered_map<python::Address, python::Address> gil_holders_;
     std::uint64_t generation_ = 0;
     std::uint64_t last_naming_ns_ = 0;
     bool unnamed_threads_ = false;

@@ -1,0 +1,275 @@
+// Dicts, sets and instance attributes of the target: the hash tables of every supported version
+// and the places where 3.11+ keeps an object's attributes without a dict.
+#include <array>
+#include <cstring>
+
+#include "spyglass/python/objects.hpp"
+#include "spyglass/python/strings.hpp"
+
+namespace spyglass::python {
+
+namespace {
+
+constexpr std::uint64_t kMaxTableSlots = 1u << 20;
+constexpr std::size_t kChunkEntries = 128;
+
+constexpr std::uint64_t kTpflagsManagedDict = 1u << 4;  // 3.11+
+constexpr std::uint64_t kTpflagsInlineValues = 1u << 2; // 3.13+
+
+template <class T>
+T load(const std::uint8_t* at) {
+    T value;
+    std::memcpy(&value, at, sizeof value);
+    return value;
+}
+
+bool plausible(Address address) {
+    return address != 0 && (address & 7) == 0;
+}
+
+bool power_of_two(std::uint64_t value) {
+    return value != 0 && (value & (value - 1)) == 0;
+}
+
+// Reads `count` entries of `entry_size` bytes at `entries` in chunks and hands each to `each`
+// (which returns false to stop). False when a read fails.
+template <class Each>
+bool for_each_entry(process::RemoteMemory& memory, Address entries, std::uint64_t count,
+                    std::size_t entry_size, Each&& each) {
+    std::vector<std::uint8_t> chunk(kChunkEntries * entry_size);
+    for (std::uint64_t first = 0; first < count; first += kChunkEntries) {
+        std::uint64_t n = std::min<std::uint64_t>(kChunkEntries, count - first);
+        if (!memory.read(entries + first * entry_size, chunk.data(), n * entry_size)) return false;
+        for (std::uint64_t i = 0; i < n; ++i)
+            if (!each(first + i, chunk.data() + i * entry_size)) return true;
+    }
+    return true;
+}
+
+} // namespace
+
+bool ObjectReader::dict_items(Address dict, const ItemVisitor& visit, std::size_t max_items) {
+    const LayoutOffsets& o = target_.layout.off;
+    const TypeInfo* type = type_of(dict);
+    if (type == nullptr || type->kind != Kind::dict) return false;
+    if (o.dict_py2_table != kAbsent) return py2_dict_items(dict, visit, max_items);
+    auto keys = memory_.read_value<std::uint64_t>(dict + o.dict_keys);
+    auto values = memory_.read_value<std::uint64_t>(dict + o.dict_values);
+    if (!keys || !values) return false;
+    if (*values == 0) return keys_items(*keys, 0, 0, visit, max_items);
+    if (!plausible(*values)) return false;
+    std::size_t capacity = kMaxDictEntries;
+    if (o.values_capacity != kAbsent) {
+        auto stored = memory_.read_value<std::uint8_t>(*values + o.values_capacity);
+        if (!stored) return false;
+        capacity = *stored;
+    }
+    Address slots = *values + (o.values_values != kAbsent ? o.values_values : 0);
+    return keys_items(*keys, slots, capacity, visit, max_items);
+}
+
+bool ObjectReader::keys_items(Address keys, Address values, std::size_t capacity,
+                              const ItemVisitor& visit, std::size_t max_items) {
+    const LayoutOffsets& o = target_.layout.off;
+    if (!plausible(keys) || o.keys_indices == kAbsent || o.keys_nentries == kAbsent) return false;
+    std::array<std::uint8_t, 64> header{};
+    if (o.keys_indices > header.size() || !memory_.read(keys, header.data(), o.keys_indices))
+        return false;
+    Address entries = 0;
+    std::uint64_t slots = 0;
+    std::size_t entry_size = o.keys_entry_size;
+    // PyDictKeyEntry is {hash, key, value}; PyDictUnicodeEntry (3.11+) is {key, value}.
+    std::size_t key_at = 8, value_at = 16;
+    if (o.keys_log2_size != kAbsent) {
+        unsigned log2_size = header[o.keys_log2_size];
+        unsigned log2_index_bytes = header[o.keys_log2_index_bytes];
+        if (log2_size < 3 || log2_size > 40 || log2_index_bytes < log2_size ||
+            log2_index_bytes > log2_size + 3)
+            return false;
+        slots = std::uint64_t{1} << log2_size;
+        entries = keys + o.keys_indices + (std::uint64_t{1} << log2_index_bytes);
+        if (header[o.keys_kind] != 0) { // DICT_KEYS_UNICODE or DICT_KEYS_SPLIT
+            entry_size = o.keys_unicode_entry_size;
+            key_at = 0;
+            value_at = 8;
+        }
+    } else {
+        // 3.6 - 3.10: dk_size slots of 1, 2, 4 or 8 byte indices, then the entries.
+        slots = load<std::uint64_t>(header.data() + o.keys_size);
+        if (!power_of_two(slots) || slots < 8 || slots > (std::uint64_t{1} << 40)) return false;
+        std::uint64_t width = slots <= 0xff ? 1 : slots <= 0xffff ? 2 : slots <= 0xffffffff ? 4 : 8;
+        entries = keys + o.keys_indices + slots * width;
+    }
+    auto nentries = load<std::int64_t>(header.data() + o.keys_nentries);
+    if (nentries < 0 || static_cast<std::uint64_t>(nentries) > slots ||
+        static_cast<std::uint64_t>(nentries) > kMaxDictEntries || entry_size == kAbsent ||
+        entry_size < value_at + 8)
+        return false;
+
+    std::vector<Address> split_values;
+    if (values != 0) {
+        split_values.resize(std::min<std::size_t>(static_cast<std::size_t>(nentries), capacity));
+        if (!split_values.empty() &&
+            !memory_.read(values, split_values.data(), split_values.size() * sizeof(Address)))
+            return false;
+    }
+    std::size_t visited = 0;
+    return for_each_entry(memory_, entries, static_cast<std::uint64_t>(nentries), entry_size,
+                          [&](std::uint64_t index, const std::uint8_t* entry) {
+                              Address key = load<std::uint64_t>(entry + key_at);
+                              Address value = 0;
+                              if (values == 0)
+                                  value = load<std::uint64_t>(entry + value_at);
+                              else if (index < split_values.size())
+                                  value = split_values[index];
+                              if (key == 0 || value == 0) return true;
+                              ++visited;
+                              return visit(key, value) && visited < max_items;
+                          });
+}
+
+bool ObjectReader::py2_dict_items(Address dict, const ItemVisitor& visit, std::size_t max_items) {
+    const LayoutOffsets& o = target_.layout.off;
+    auto mask = memory_.read_value<std::uint64_t>(dict + o.dict_py2_mask);
+    auto table = memory_.read_value<std::uint64_t>(dict + o.dict_py2_table);
+    if (!mask || !table || !plausible(*table)) return false;
+    std::uint64_t slots = *mask + 1;
+    if (!power_of_two(slots) || slots > kMaxTableSlots || o.dict_py2_entry_size < 24) return false;
+    std::size_t visited = 0;
+    // PyDictEntry is {hash, key, value}; deleted slots keep a dummy key and a NULL value.
+    return for_each_entry(memory_, *table, slots, o.dict_py2_entry_size,
+                          [&](std::uint64_t, const std::uint8_t* entry) {
+                              Address key = load<std::uint64_t>(entry + 8);
+                              Address value = load<std::uint64_t>(entry + 16);
+                              if (key == 0 || value == 0) return true;
+                              ++visited;
+                              return visit(key, value) && visited < max_items;
+                          });
+}
+
+bool ObjectReader::set_items(Address set, const ItemVisitor& visit, std::size_t max_items) {
+    const LayoutOffsets& o = target_.layout.off;
+    if (o.set_table == kAbsent || o.set_entry_size == kAbsent) return false;
+    auto mask = memory_.read_value<std::uint64_t>(set + o.set_mask);
+    auto table = memory_.read_value<std::uint64_t>(set + o.set_table);
+    if (!mask || !table || !plausible(*table)) return false;
+    std::uint64_t slots = *mask + 1;
+    if (!power_of_two(slots) || slots > kMaxTableSlots || o.set_entry_size < 16) return false;
+    std::size_t hash_at = o.set_entry_key == 0 ? 8 : 0;
+    bool py2 = target_.layout.py2_strings;
+    std::size_t visited = 0;
+    return for_each_entry(memory_, *table, slots, o.set_entry_size,
+                          [&](std::uint64_t, const std::uint8_t* entry) {
+                              Address key = load<std::uint64_t>(entry + o.set_entry_key);
+                              if (key == 0) return true;
+                              // A deleted slot holds the dummy key: on 3.x with hash -1 (no
+                              // object hashes to -1), on 2.7 the str "<dummy key>".
+                              if (!py2 && load<std::int64_t>(entry + hash_at) == -1) return true;
+                              if (py2 && key_equals(key, "<dummy key>")) return true;
+                              ++visited;
+                              return visit(key, key) && visited < max_items;
+                          });
+}
+
+bool ObjectReader::key_equals(Address key, std::string_view text) {
+    Address expected = target_.types.name_type(target_.layout);
+    if (expected == 0) {
+        const TypeInfo* type = type_of(key);
+        if (type == nullptr || !type->exact ||
+            type->kind != (target_.layout.py2_strings ? Kind::py2_str : Kind::unicode))
+            return false;
+    }
+    std::string decoded;
+    if (!read_str(memory_, target_.layout, key, decoded, expected, text.size(), Overlong::fail))
+        return false;
+    return decoded == text;
+}
+
+std::optional<Address> ObjectReader::dict_get(Address dict, std::string_view key) {
+    std::optional<Address> found;
+    dict_items(dict, [&](Address k, Address v) {
+        if (!key_equals(k, key)) return true;
+        found = v;
+        return false;
+    });
+    return found;
+}
+
+std::optional<ObjectReader::InstanceAttributes>
+ObjectReader::instance_attributes(Address object, const TypeInfo& type) {
+    const Layout& layout = target_.layout;
+    const LayoutOffsets& o = layout.off;
+    std::size_t values_header = o.values_values != kAbsent ? o.values_values : 0;
+    auto word_at = [&](Address at) { return memory_.read_value<std::uint64_t>(at); };
+    if (layout.version.at_least(3, 11) && (type.flags & kTpflagsManagedDict) != 0) {
+        // The "pre-header" in front of the object (pycore_object.h): the dict pointer is
+        // always 3 words before the object.
+        Address dict_slot = object - 3 * sizeof(Address);
+        if (!layout.version.at_least(3, 12)) {
+            // 3.11: PyDictValues* 4 words before, the dict 3 words before.
+            auto values = word_at(object - 4 * sizeof(Address));
+            if (!values) return std::nullopt;
+            if (*values != 0)
+                return InstanceAttributes{0, type.cached_keys, *values + values_header,
+                                          kMaxDictEntries};
+        } else if (!layout.version.at_least(3, 13)) {
+            // 3.12: PyDictOrValues; an odd value is (PyDictValues* - 1).
+            auto dorv = word_at(dict_slot);
+            if (!dorv) return std::nullopt;
+            if ((*dorv & 1) != 0)
+                return InstanceAttributes{0, type.cached_keys, *dorv + 1 + values_header,
+                                          kMaxDictEntries};
+            return InstanceAttributes{*dorv, 0, 0, 0};
+        } else if ((type.flags & kTpflagsInlineValues) != 0 && o.values_valid != kAbsent) {
+            // 3.13: the values follow the object (tp_basicsize), valid until a dict replaced
+            // them.
+            Address values = object + static_cast<Address>(type.basicsize);
+            std::array<std::uint8_t, 8> header{};
+            if (!memory_.read(values, header.data(), header.size())) return std::nullopt;
+            if (header[o.values_valid] != 0)
+                return InstanceAttributes{0, type.cached_keys, values + values_header,
+                                          header[o.values_capacity]};
+        }
+        auto dict = word_at(dict_slot);
+        if (!dict) return std::nullopt;
+        return InstanceAttributes{*dict, 0, 0, 0};
+    }
+    if (type.dictoffset == 0) return std::nullopt;
+    std::int64_t offset = type.dictoffset;
+    if (offset < 0) {
+        // Variable-size objects keep the dict after the items (_PyObject_VAR_SIZE).
+        auto size = memory_.read_value<std::int64_t>(object + o.var_size);
+        if (!size || *size < -(1LL << 32) || *size > (1LL << 32)) return std::nullopt;
+        std::int64_t items = *size < 0 ? -*size : *size;
+        std::int64_t end = type.basicsize + items * type.itemsize;
+        offset += (end + 7) & ~std::int64_t{7};
+        if (offset < 0) return std::nullopt;
+    }
+    auto dict = word_at(object + static_cast<Address>(offset));
+    if (!dict) return std::nullopt;
+    return InstanceAttributes{*dict, 0, 0, 0};
+}
+
+std::optional<Address> ObjectReader::attribute(Address object, std::string_view name) {
+    if (!plausible(object)) return std::nullopt;
+    const TypeInfo* type = type_of(object);
+    if (type == nullptr) return std::nullopt;
+    auto where = instance_attributes(object, *type);
+    if (!where) return std::nullopt;
+    if (where->values != 0) {
+        std::optional<Address> found;
+        keys_items(
+            where->keys, where->values, where->capacity,
+            [&](Address k, Address v) {
+                if (!key_equals(k, name)) return true;
+                found = v;
+                return false;
+            },
+            kMaxDictEntries);
+        return found;
+    }
+    if (where->dict == 0) return std::nullopt;
+    return dict_get(where->dict, name);
+}
+
+} // namespace spyglass::python

@@ -1,0 +1,214 @@
+// A fixed synthetic recording for the output-format tests: the golden files of
+// tests/unit/test_output*.cpp and the real consumers of tests/integration/
+// test_output_consumers.py (through write_output_fixture) are written from it.
+//
+// Three threads of pid 4242 over 10 sampling ticks (10 ms period):
+//   MainThread             on-CPU work, a lambda, waiting on the network (off-CPU), a tick
+//                          on-CPU without the GIL
+//   worker "α" <&>\        non-ASCII, XML- and JSON-special characters; a name made of
+//                          specials; a "<truncated>" marker frame at the root
+//   (no name)              idle, no Python frames, always off-CPU
+// The aggregated samples and the timeline come from the same ticks, as the aggregator makes
+// them, so they agree.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <zlib.h>
+
+#include "spyglass/output/writer.hpp"
+#include "spyglass/sampling/profile.hpp"
+
+namespace spyglass::testing {
+
+struct OutputFixture {
+    sampling::FrameTable frames;
+    sampling::StackTable stacks;
+    sampling::Profile profile;
+
+    OutputFixture() = default;
+    OutputFixture(const OutputFixture&) = delete;
+    OutputFixture& operator=(const OutputFixture&) = delete;
+};
+
+struct FixtureTick {
+    std::uint32_t thread;
+    sampling::StackId stack;
+    bool on_cpu;
+    bool gil;
+    std::uint64_t cpu_ns;
+};
+
+// Adds ticks (each a list of thread samples taken at the same time) to the profile: aggregated
+// samples, and a timeline with each thread's consecutive identical samples merged.
+inline void add_ticks(OutputFixture& fixture, const std::vector<std::vector<FixtureTick>>& ticks,
+                      bool timeline) {
+    sampling::Profile& profile = fixture.profile;
+    std::vector<std::int64_t> last(profile.threads.size(), -1);
+    for (std::size_t t = 0; t < ticks.size(); ++t) {
+        std::uint64_t start = profile.info.duration_ns + t * profile.info.period_ns;
+        for (const FixtureTick& tick : ticks[t]) {
+            bool merged = false;
+            for (sampling::AggregatedSample& s : profile.samples) {
+                if (s.thread == tick.thread && s.stack == tick.stack && s.on_cpu == tick.on_cpu &&
+                    s.gil == tick.gil) {
+                    ++s.count;
+                    s.cpu_ns += tick.cpu_ns;
+                    merged = true;
+                    break;
+                }
+            }
+            if (!merged)
+                profile.samples.push_back(
+                    {tick.thread, tick.stack, tick.on_cpu, tick.gil, 1, tick.cpu_ns});
+            ++profile.info.samples;
+            if (!timeline) continue;
+            std::int64_t& index = last[tick.thread];
+            if (index >= 0) {
+                sampling::TimelineEntry& entry = profile.timeline[static_cast<std::size_t>(index)];
+                if (entry.stack == tick.stack && entry.on_cpu == tick.on_cpu &&
+                    entry.start_ns + entry.count * profile.info.period_ns == start) {
+                    ++entry.count;
+                    continue;
+                }
+            }
+            index = static_cast<std::int64_t>(profile.timeline.size());
+            profile.timeline.push_back({tick.thread, tick.stack, tick.on_cpu, start, 1});
+        }
+    }
+    profile.info.ticks += ticks.size();
+    profile.info.duration_ns += ticks.size() * profile.info.period_ns;
+}
+
+inline std::unique_ptr<OutputFixture> make_output_fixture(bool timeline = true) {
+    auto fixture = std::make_unique<OutputFixture>();
+    sampling::FrameTable& frames = fixture->frames;
+    sampling::StackTable& stacks = fixture->stacks;
+    sampling::Profile& profile = fixture->profile;
+    profile.frames = &frames;
+    profile.stacks = &stacks;
+
+    sampling::ProfileInfo& info = profile.info;
+    info.command = {"python3", "/srv/app/main.py", "--name=<\xc3\xa4 & \"b\">"};
+    info.pids = {4242};
+    info.python_version = "3.11.4";
+    info.mode = sampling::SampleMode::wall;
+    info.per_thread_roots = true;
+    info.rate_hz = 100;
+    info.period_ns = 10'000'000;
+    info.start_unix_ns = 1'700'000'000'123'456'789ull;
+    info.errors = 1;
+
+    profile.threads = {
+        {4242, 4242, 0x7f0000001000, "MainThread"},
+        {4242, 4250, 0x7f0000002000, "worker \"\xce\xb1\" <&>\\"},
+        {4242, 4251, 0x7f0000003000, ""},
+    };
+
+    auto& strings = frames.strings();
+    auto frame = [&](const char* function, const char* file, int line, int first_line) {
+        return frames.intern({strings.intern(function), strings.intern(file), line, first_line,
+                              sampling::FrameKind::python});
+    };
+    const char* main_py = "/srv/app/main.py";
+    sampling::FrameId module = frame("<module>", main_py, 40, 1);
+    sampling::FrameId main = frame("main", main_py, 31, 28);
+    sampling::FrameId handle = frame("Handler.handle", main_py, 22, 20);
+    sampling::FrameId compute = frame("compute", main_py, 12, 10);
+    sampling::FrameId compute_14 = frame("compute", main_py, 14, 10);
+    sampling::FrameId lambda = frame("compute.<locals>.<lambda>", main_py, 13, 13);
+    sampling::FrameId get =
+        frame("get", "/opt/venv/lib/python3.11/site-packages/requests/api.py", 73, 62);
+    sampling::FrameId recv = frame("SSLSocket.recv_into", "/usr/lib/python3.11/ssl.py", 1275, 1262);
+    sampling::FrameId decode =
+        frame("JSONDecoder.decode", "/usr/lib/python3.11/json/decoder.py", 337, 332);
+    sampling::FrameId sizes = frame("gr\xc3\xb6\xc3\x9f"
+                                    "e_berechnen",
+                                    "/srv/app/\xc3\xbcnicode.py", 5, 3);
+    sampling::FrameId odd = frame("odd\"name'\\with;specials\t<&>", "/srv/app/odd.py", 2, 1);
+    sampling::FrameId truncated = frames.marker("<truncated>");
+
+    auto stack = [&](std::vector<sampling::FrameId> ids) { return stacks.intern(ids); };
+    sampling::StackId busy = stack({compute, handle, main, module});
+    sampling::StackId busy_14 = stack({compute_14, handle, main, module});
+    sampling::StackId in_lambda = stack({lambda, compute, handle, main, module});
+    sampling::StackId network = stack({recv, get, handle, main, module});
+    sampling::StackId parsing = stack({decode, handle, main, module});
+    sampling::StackId worker = stack({sizes, odd, truncated});
+    sampling::StackId worker_odd = stack({odd, truncated});
+    sampling::StackId idle = 0; // the empty stack
+
+    constexpr std::uint64_t on = 9'000'000, off = 50'000;
+    auto m = [&](sampling::StackId s, bool cpu, bool gil = true) {
+        return FixtureTick{0, s, cpu, cpu && gil, cpu ? on : off};
+    };
+    auto w = [&](sampling::StackId s, bool cpu, bool gil) {
+        return FixtureTick{1, s, cpu, gil, cpu ? on : off};
+    };
+    FixtureTick z{2, idle, false, false, 0};
+    add_ticks(*fixture,
+              {
+                  {m(busy, true), w(worker, true, false), z},
+                  {m(busy, true), w(worker, true, false), z},
+                  {m(busy_14, true), w(worker, false, false), z},
+                  {m(in_lambda, true), w(worker, true, false), z},
+                  {m(network, false), w(worker_odd, true, false), z},
+                  {m(network, false), w(worker_odd, true, false), z},
+                  {m(network, false), w(worker, true, false), z},
+                  {m(parsing, true), w(worker, true, false), z},
+                  {m(busy, true, false), w(worker, true, true), z},
+                  {m(busy, true), w(worker, false, false), z},
+              },
+              timeline);
+    return fixture;
+}
+
+// The bytes a writer produces (through a real FILE*); throws if it fails.
+inline std::string write_to_string(const sampling::Profile& profile, output::Format format) {
+    std::FILE* file = std::tmpfile();
+    if (file == nullptr) throw std::runtime_error("tmpfile failed");
+    auto written = output::make_writer(format)->write(profile, file);
+    std::string bytes;
+    if (written) {
+        std::rewind(file);
+        char buffer[65536];
+        std::size_t n;
+        while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0)
+            bytes.append(buffer, n);
+    }
+    std::fclose(file);
+    if (!written) throw std::runtime_error(written.error().message);
+    return bytes;
+}
+
+// Decompresses gzip (or zlib) data; throws on corrupt or truncated input.
+inline std::string gunzip(const std::string& data) {
+    z_stream z{};
+    if (inflateInit2(&z, 15 + 32) != Z_OK) throw std::runtime_error("inflateInit2 failed");
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+    z.avail_in = static_cast<uInt>(data.size());
+    std::string out;
+    char buffer[65536];
+    int rc = Z_OK;
+    while (rc != Z_STREAM_END) {
+        z.next_out = reinterpret_cast<Bytef*>(buffer);
+        z.avail_out = sizeof buffer;
+        rc = inflate(&z, Z_NO_FLUSH);
+        if (rc != Z_OK && rc != Z_STREAM_END) {
+            inflateEnd(&z);
+            throw std::runtime_error("corrupt gzip data");
+        }
+        out.append(buffer, sizeof buffer - z.avail_out);
+    }
+    bool trailing = z.avail_in != 0;
+    inflateEnd(&z);
+    if (trailing) throw std::runtime_error("data after the gzip stream");
+    return out;
+}
+
+} // namespace spyglass::testing
