@@ -27,10 +27,10 @@ PythonProcess::PythonProcess(std::shared_ptr<process::RemoteMemory> memory, Targ
     : memory_(std::move(memory)), target_(std::move(target)) {
     walker_ = make_stack_walker(*memory_, target_);
     const LayoutOffsets& o = target_.layout.off;
-    tstate_read_size_ = max_present({o.tstate_next, o.tstate_interp, o.tstate_frame,
-                                     o.tstate_cframe, o.tstate_current_frame, o.tstate_thread_id,
-                                     o.tstate_native_thread_id, o.tstate_datastack_chunk,
-                                     o.tstate_datastack_top, o.tstate_status});
+    tstate_read_size_ =
+        max_present({o.tstate_next, o.tstate_interp, o.tstate_frame, o.tstate_cframe,
+                     o.tstate_current_frame, o.tstate_thread_id, o.tstate_native_thread_id,
+                     o.tstate_datastack_chunk, o.tstate_datastack_top, o.tstate_status});
     tstate_buffer_.resize(tstate_read_size_);
 }
 
@@ -105,8 +105,10 @@ std::int8_t PythonProcess::decode_gil(const std::uint8_t* bytes, const GilSpan& 
     const LayoutOffsets& o = target_.layout.off;
     Address locked_at = 0, holder_at = 0;
     switch (target_.layout.gil_model) {
-    case GilModel::thread_state_current: return load<std::uint64_t>(bytes) == tstate ? 1 : 0;
-    case GilModel::static_globals: return -1;
+    case GilModel::thread_state_current:
+        return load<std::uint64_t>(bytes) == tstate ? 1 : 0;
+    case GilModel::static_globals:
+        return -1;
     case GilModel::runtime_gil:
         locked_at = target_.runtime + o.runtime_gil_locked;
         holder_at = target_.runtime + o.runtime_gil_last_holder;
@@ -126,8 +128,10 @@ std::int8_t PythonProcess::decode_gil(const std::uint8_t* bytes, const GilSpan& 
 process::ReadStatus PythonProcess::read_threads(std::vector<ThreadRecord>& out) {
     if (!cached_.interps.empty() && read_threads_fast(out)) return {};
     auto status = read_threads_slowly(out);
-    if (status) remember(out);
-    else cached_ = {};
+    if (status)
+        remember(out);
+    else
+        cached_ = {};
     return status;
 }
 
@@ -143,12 +147,15 @@ process::ReadStatus PythonProcess::read_threads_slowly(std::vector<ThreadRecord>
         std::size_t first = out.size();
         for (Address tstate = *head; tstate != 0 && out.size() < kMaxThreads;) {
             bool seen = false;
-            for (std::size_t i = first; i < out.size() && !seen; ++i) seen = out[i].tstate == tstate;
+            for (std::size_t i = first; i < out.size() && !seen; ++i)
+                seen = out[i].tstate == tstate;
             if (seen) break;
-            if (auto status = memory_->read(tstate, buffer, tstate_read_size_); !status) return status;
+            if (auto status = memory_->read(tstate, buffer, tstate_read_size_); !status)
+                return status;
             if (load<std::uint64_t>(buffer + o.tstate_interp) != interp)
                 return std::unexpected(ReadError{Errc::corrupt, tstate});
-            decode_tstate(buffer, tstate, interp, static_cast<std::uint32_t>(index), out.emplace_back());
+            decode_tstate(buffer, tstate, interp, static_cast<std::uint32_t>(index),
+                          out.emplace_back());
             tstate = load<std::uint64_t>(buffer + o.tstate_next);
         }
         Address holder = 0;
@@ -156,7 +163,8 @@ process::ReadStatus PythonProcess::read_threads_slowly(std::vector<ThreadRecord>
         for (std::size_t i = first; i < out.size(); ++i) {
             ThreadRecord& record = out[i];
             if (record.cframe != 0 && o.cframe_current_frame != kAbsent) {
-                auto frame = memory_->read_value<std::uint64_t>(record.cframe + o.cframe_current_frame);
+                auto frame =
+                    memory_->read_value<std::uint64_t>(record.cframe + o.cframe_current_frame);
                 if (!frame) return std::unexpected(frame.error());
                 record.frame = *frame;
             }
@@ -190,7 +198,8 @@ bool PythonProcess::read_threads_fast(std::vector<ThreadRecord>& out) {
     const LayoutOffsets& o = target_.layout.off;
     const Cached& c = cached_;
     const std::uint32_t interp_low = std::min(o.interp_next, o.interp_threads_head);
-    const std::uint32_t interp_span = std::max(o.interp_next, o.interp_threads_head) + 8 - interp_low;
+    const std::uint32_t interp_span =
+        std::max(o.interp_next, o.interp_threads_head) + 8 - interp_low;
     const bool cframes = o.tstate_cframe != kAbsent && o.cframe_current_frame != kAbsent;
 
     std::vector<GilSpan> gils(c.interps.size());
@@ -217,9 +226,8 @@ bool PythonProcess::read_threads_fast(std::vector<ThreadRecord>& out) {
     }
     for (std::size_t i = 0; i < c.tstates.size(); ++i) {
         tstate_bytes.push_back(add(c.tstates[i], tstate_read_size_));
-        cframe_bytes.push_back(cframes && c.cframes[i] != 0
-                                   ? add(c.cframes[i] + o.cframe_current_frame, 8)
-                                   : nullptr);
+        cframe_bytes.push_back(
+            cframes && c.cframes[i] != 0 ? add(c.cframes[i] + o.cframe_current_frame, 8) : nullptr);
     }
     if (!memory_->read_many(batch_)) return false;
 
@@ -274,7 +282,8 @@ pid_t PythonProcess::tid_for(Address tstate, std::uint64_t thread_id) {
 std::expected<Address, ReadError> PythonProcess::gil_holder(Address interp) {
     const Layout& layout = target_.layout;
     const LayoutOffsets& o = layout.off;
-    auto read_pair = [&](Address locked_at, Address holder_at) -> std::expected<Address, ReadError> {
+    auto read_pair = [&](Address locked_at,
+                         Address holder_at) -> std::expected<Address, ReadError> {
         Address low = std::min(locked_at, holder_at);
         std::uint8_t bytes[64];
         std::size_t span = std::max(locked_at, holder_at) + 8 - low;

@@ -75,7 +75,8 @@ bool ProcessSampler::sample(std::uint64_t now_ns, SampleSink& sink, PassStats& s
         if (it == threads_.end() || it->second.thread_id != record.thread_id) {
             // A new thread (or a new one that got the TID of one that exited).
             ThreadState fresh{process::TaskStatReader(process_->pid(), record.tid)};
-            fresh.index = registry_.find_or_add(process_->pid(), record.tid, record.thread_id).index;
+            fresh.index =
+                registry_.find_or_add(process_->pid(), record.tid, record.thread_id).index;
             fresh.thread_id = record.thread_id;
             it = threads_.insert_or_assign(record.tid, std::move(fresh)).first;
             unnamed_threads_ = true;
@@ -103,7 +104,8 @@ bool ProcessSampler::sample(std::uint64_t now_ns, SampleSink& sink, PassStats& s
             run_ns = reading->run_ns;
         }
         bool on_cpu = state == 'R';
-        std::uint64_t cpu_ns = thread.have_run_ns && run_ns >= thread.run_ns ? run_ns - thread.run_ns : 0;
+        std::uint64_t cpu_ns =
+            thread.have_run_ns && run_ns >= thread.run_ns ? run_ns - thread.run_ns : 0;
         bool ran = !thread.have_run_ns || run_ns != thread.run_ns || on_cpu;
         thread.run_ns = run_ns;
         thread.have_run_ns = true;

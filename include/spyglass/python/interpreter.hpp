@@ -22,13 +22,13 @@ inline constexpr std::size_t kMaxThreads = 4096;
 struct ThreadRecord {
     Address tstate = 0;
     Address interp = 0;
-    std::uint64_t thread_id = 0; // pthread_t, as threading.get_ident() reports it
-    pid_t tid = 0;               // kernel thread id; 0 if it could not be found
-    Address frame = 0;           // the innermost frame (3.11 / 3.12: cframe->current_frame)
-    Address cframe = 0;          // 3.11 / 3.12: tstate->cframe
-    Address datastack_chunk = 0; // 3.11+
-    Address datastack_top = 0;   // 3.11+
-    std::int8_t holds_gil = -1;  // 1 / 0, or -1 when the GIL could not be read
+    std::uint64_t thread_id = 0;    // pthread_t, as threading.get_ident() reports it
+    pid_t tid = 0;                  // kernel thread id; 0 if it could not be found
+    Address frame = 0;              // the innermost frame (3.11 / 3.12: cframe->current_frame)
+    Address cframe = 0;             // 3.11 / 3.12: tstate->cframe
+    Address datastack_chunk = 0;    // 3.11+
+    Address datastack_top = 0;      // 3.11+
+    std::int8_t holds_gil = -1;     // 1 / 0, or -1 when the GIL could not be read
     std::uint32_t interp_index = 0; // 0 = newest interpreter
 };
 

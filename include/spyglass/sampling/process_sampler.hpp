@@ -77,9 +77,9 @@ class ProcessSampler {
         process::TaskStatReader stat;
         std::uint32_t index = 0;
         std::uint64_t thread_id = 0;
-        std::uint64_t run_ns = 0;  // schedstat run time at the previous pass
+        std::uint64_t run_ns = 0; // schedstat run time at the previous pass
         bool have_run_ns = false;
-        bool on_cpu = false;       // at the previous pass
+        bool on_cpu = false;        // at the previous pass
         bool have_previous = false; // previous_stack is the thread's stack as of run_ns
         python::Address previous_frame = 0;
         StackId previous_stack = 0;
