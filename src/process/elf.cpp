@@ -10,19 +10,22 @@
 
 namespace spyglass::process {
 
-namespace {
-
 struct ElfHandle {
     int fd = -1;
     Elf* elf = nullptr;
+    ElfHandle() = default;
+    ElfHandle(const ElfHandle&) = delete;
+    ElfHandle& operator=(const ElfHandle&) = delete;
     ~ElfHandle() {
         if (elf != nullptr) elf_end(elf);
         if (fd >= 0) ::close(fd);
     }
 };
 
+namespace {
+
 void load_symbols(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr,
-                  std::unordered_map<std::string, ElfSymbol>& symbols) {
+                  std::unordered_map<std::string_view, ElfSymbol>& symbols) {
     Elf_Data* data = elf_getdata(scn, nullptr);
     if (data == nullptr || shdr.sh_entsize == 0) return;
     std::size_t count = shdr.sh_size / shdr.sh_entsize;
@@ -44,7 +47,8 @@ ElfFile::~ElfFile() = default;
 
 Result<ElfFile> ElfFile::open(const std::string& path) {
     if (elf_version(EV_CURRENT) == EV_NONE) return fail(Errc::unsupported, "libelf is too old");
-    ElfHandle handle;
+    auto owned = std::make_shared<ElfHandle>();
+    ElfHandle& handle = *owned;
     handle.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (handle.fd < 0) {
         int err = errno;
@@ -57,6 +61,7 @@ Result<ElfFile> ElfFile::open(const std::string& path) {
 
     ElfFile file;
     file.path_ = path;
+    file.handle_ = owned;
     GElf_Ehdr ehdr;
     if (gelf_getehdr(handle.elf, &ehdr) == nullptr)
         return fail(Errc::corrupt, "{}: unreadable ELF header", path);
@@ -102,7 +107,7 @@ Result<ElfFile> ElfFile::open(const std::string& path) {
 }
 
 std::optional<ElfSymbol> ElfFile::symbol(std::string_view name) const {
-    auto it = symbols_.find(std::string(name));
+    auto it = symbols_.find(name);
     if (it == symbols_.end()) return std::nullopt;
     return it->second;
 }

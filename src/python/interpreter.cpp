@@ -126,7 +126,13 @@ std::int8_t PythonProcess::decode_gil(const std::uint8_t* bytes, const GilSpan& 
 }
 
 process::ReadStatus PythonProcess::read_threads(std::vector<ThreadRecord>& out) {
-    if (!cached_.interps.empty() && read_threads_fast(out)) return {};
+    if (!cached_.interps.empty()) {
+        if (read_threads_fast(out)) {
+            ++fast_reads_;
+            return {};
+        }
+        ++slow_reads_;
+    }
     auto status = read_threads_slowly(out);
     if (status)
         remember(out);
@@ -202,14 +208,15 @@ bool PythonProcess::read_threads_fast(std::vector<ThreadRecord>& out) {
         std::max(o.interp_next, o.interp_threads_head) + 8 - interp_low;
     const bool cframes = o.tstate_cframe != kAbsent && o.cframe_current_frame != kAbsent;
 
-    std::vector<GilSpan> gils(c.interps.size());
+    std::vector<GilSpan>& gils = fast_gils_;
+    gils.resize(c.interps.size());
     std::size_t size = 8 + c.interps.size() * interp_span + c.tstates.size() * tstate_read_size_ +
                        (cframes ? c.tstates.size() * 8 : 0);
     for (std::size_t i = 0; i < c.interps.size(); ++i) {
         gils[i] = gil_span(c.interps[i]);
         size += gils[i].length;
     }
-    batch_bytes_.resize(size);
+    if (batch_bytes_.size() < size) batch_bytes_.resize(size);
     batch_.clear();
     std::uint8_t* at = batch_bytes_.data();
     auto add = [&](Address address, std::size_t length) {
@@ -219,7 +226,11 @@ bool PythonProcess::read_threads_fast(std::vector<ThreadRecord>& out) {
         return start;
     };
     const std::uint8_t* head = add(target_.interp_head_slot, 8);
-    std::vector<const std::uint8_t*> interp_bytes, gil_bytes, tstate_bytes, cframe_bytes;
+    auto& [interp_bytes, gil_bytes, tstate_bytes, cframe_bytes] = fast_bytes_;
+    interp_bytes.clear();
+    gil_bytes.clear();
+    tstate_bytes.clear();
+    cframe_bytes.clear();
     for (std::size_t i = 0; i < c.interps.size(); ++i) {
         interp_bytes.push_back(add(c.interps[i] + interp_low, interp_span));
         gil_bytes.push_back(gils[i].length ? add(gils[i].at, gils[i].length) : nullptr);

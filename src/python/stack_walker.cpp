@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <unordered_map>
 
 #include "spyglass/python/interpreter.hpp"
 
@@ -64,21 +65,29 @@ class ObjectFrameWalker final : public StackWalker {
         : memory_(memory), layout_(target.layout), frame_type_(target.types.frame) {
         const LayoutOffsets& o = layout_.off;
         read_size_ = std::max({o.frame_back, o.frame_code, o.frame_lasti}) + 8;
+        link_low_ = std::min(o.frame_back, o.frame_code);
+        link_span_ = std::max(o.frame_back, o.frame_code) + 8 - link_low_;
     }
 
     void walk(const ThreadRecord& thread, RawStack& out) override {
         const LayoutOffsets& o = layout_.off;
         out.clear();
-        out.head_slot = thread.tstate + o.tstate_frame;
-        out.head = thread.frame;
         visited_.reset();
-        std::uint8_t header[512];
+        std::vector<Address>& previous_chain = remembered(thread.tstate);
+        bool speculated = speculate(previous_chain, thread.frame);
+        std::size_t expected = 0; // where the next frame should be in previous_chain
+        std::uint8_t single[512];
         for (Address frame = thread.frame; frame != 0;) {
             if (out.depth == kMaxFrames)
                 return fail(out, StackEnd::too_deep, {Errc::corrupt, frame});
             if (visited_.insert(frame)) return fail(out, StackEnd::cycle, {Errc::corrupt, frame});
-            if (auto status = memory_.read(frame, header, read_size_); !status)
-                return fail(out, StackEnd::read_failed, status.error());
+            const std::uint8_t* header =
+                speculated ? speculative_header(previous_chain, frame, expected) : nullptr;
+            if (header == nullptr) {
+                if (auto status = memory_.read(frame, single, read_size_); !status)
+                    return fail(out, StackEnd::read_failed, status.error());
+                header = single;
+            }
             if (frame_type_ != 0 && load<std::uint64_t>(header + o.object_type) != frame_type_)
                 return fail(out, StackEnd::corrupt, {Errc::corrupt, frame});
             RawFrame& raw = out.frames[out.depth++];
@@ -87,29 +96,76 @@ class ObjectFrameWalker final : public StackWalker {
             auto lasti = load<std::int32_t>(header + o.frame_lasti);
             raw.offset = lasti < 0 ? -1 : lasti * layout_.lasti_scale;
             raw.flags = RawFrame::entry; // every frame is its own eval-loop call
-            frame = load<std::uint64_t>(header + o.frame_back);
+            Address back = load<std::uint64_t>(header + o.frame_back);
+            out.links[out.link_count++] = {frame, back, raw.code};
+            frame = back;
         }
+        previous_chain.clear();
+        for (std::uint32_t i = 0; i < out.link_count; ++i)
+            previous_chain.push_back(out.links[i].frame);
     }
 
+    // Each frame object again: same parent, same code.
     void add_verification(const RawStack& stack, VerifyBatch& batch) const override {
+        for (std::uint32_t i = 0; i < stack.link_count; ++i)
+            batch.add(stack.links[i].frame + link_low_, link_span_);
+    }
+
+    bool verify(const RawStack& stack, const VerifyBatch& batch) const override {
         const LayoutOffsets& o = layout_.off;
-        batch.checks.push_back({stack.head_slot, stack.head});
-        // Each frame must still link to the same parent and run the same code.
-        for (std::uint32_t i = 0; i < stack.depth; ++i) {
-            const RawFrame& frame = stack.frames[i];
-            Address parent = i + 1 < stack.depth ? stack.frames[i + 1].frame : 0;
-            if (i + 1 < stack.depth || stack.end == StackEnd::complete)
-                batch.checks.push_back({frame.frame + o.frame_back, parent});
-            batch.checks.push_back({frame.frame + o.frame_code, frame.code});
+        if (batch.regions.size() < stack.link_count) return false;
+        for (std::uint32_t i = 0; i < stack.link_count; ++i) {
+            const std::uint8_t* bytes = batch.bytes.data() + batch.regions[i].offset - link_low_;
+            if (load<std::uint64_t>(bytes + o.frame_back) != stack.links[i].previous ||
+                load<std::uint64_t>(bytes + o.frame_code) != stack.links[i].code)
+                return false;
         }
+        return true;
     }
 
   private:
+    // The frames of a thread's previous walk. Below the frames that changed, a stack is mostly
+    // the same frame objects at the same addresses: read them all in one call, then only the
+    // new ones one by one.
+    std::vector<Address>& remembered(Address tstate) {
+        if (chains_.size() > 4 * kMaxFrames) chains_.clear();
+        return chains_[tstate];
+    }
+
+    bool speculate(const std::vector<Address>& chain, Address head) {
+        if (chain.size() < 2 || head == 0) return false;
+        speculative_.resize(chain.size() * read_size_);
+        ops_.clear();
+        for (std::size_t i = 0; i < chain.size(); ++i)
+            ops_.push_back({chain[i], speculative_.data() + i * read_size_, read_size_});
+        return memory_.read_many(ops_).has_value();
+    }
+
+    // Usually the frame is where the previous walk had it, or a few places off (frames pushed
+    // or popped at the top).
+    const std::uint8_t* speculative_header(const std::vector<Address>& chain, Address frame,
+                                           std::size_t& expected) const {
+        constexpr std::size_t kWindow = 8;
+        std::size_t low = expected > kWindow ? expected - kWindow : 0;
+        std::size_t high = std::min(chain.size(), expected + kWindow);
+        for (std::size_t i = low; i < high; ++i) {
+            if (chain[i] == frame) {
+                expected = i + 1;
+                return speculative_.data() + i * read_size_;
+            }
+        }
+        return nullptr;
+    }
+
     process::RemoteMemory& memory_;
     const Layout& layout_;
     Address frame_type_;
     std::size_t read_size_;
+    std::uint32_t link_low_ = 0, link_span_ = 0; // the bytes holding f_back and f_code
     VisitedSet visited_;
+    std::unordered_map<Address, std::vector<Address>> chains_; // per thread state
+    std::vector<std::uint8_t> speculative_;
+    std::vector<process::ReadOp> ops_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -135,45 +191,50 @@ class InterpreterFrameWalker final : public StackWalker {
         buffer_used_ = 0;
         next_older_ = 0;
 
-        Address frame = 0;
-        if (o.tstate_current_frame != kAbsent) {
-            out.head_slot = thread.tstate + o.tstate_current_frame;
-            frame = thread.frame;
-        } else {
-            // read_threads already followed tstate->cframe->current_frame.
-            out.cframe_slot = thread.tstate + o.tstate_cframe;
-            out.cframe = thread.cframe;
-            if (thread.cframe == 0) return;
-            out.head_slot = thread.cframe + o.cframe_current_frame;
-            frame = thread.frame;
-        }
-        out.head = frame;
+        // The innermost frame: tstate->current_frame, or (3.11/3.12) cframe->current_frame,
+        // which read_threads already followed.
+        Address frame = thread.frame;
         if (frame == 0) return;
+        std::vector<Address>& outside = outside_frames(thread.tstate);
+        speculated_.assign(outside.begin(), outside.end());
         copy_current_chunk(thread);
+        outside.clear(); // refilled with the frames this walk meets outside the chunks
 
         std::uint8_t single[256];
         while (frame != 0) {
-            if (out.depth == kMaxFrames)
+            if (out.link_count == kMaxFrames)
                 return fail(out, StackEnd::too_deep, {Errc::corrupt, frame});
             if (visited_.insert(frame)) return fail(out, StackEnd::cycle, {Errc::corrupt, frame});
             const std::uint8_t* bytes = find_local(frame);
             bool in_chunk = bytes != nullptr;
             if (!in_chunk) {
-                if (auto status = memory_.read(frame, single, frame_read_size_); !status)
+                if (const std::uint8_t* known = speculated_outside(frame)) {
+                    std::memcpy(single, known, frame_read_size_);
+                } else if (auto status = memory_.read(frame, single, frame_read_size_); !status) {
                     return fail(out, StackEnd::read_failed, status.error());
+                }
+                outside.push_back(frame);
                 bytes = single;
-                // A thread-owned frame outside the copied chunks is in an older chunk (a deep
-                // stack); generator frames live in heap objects and are read singly.
-                if (single[o.iframe_owner] == o.owner_thread && copy_older_chunk(frame)) {
-                    if (const std::uint8_t* copied = find_local(frame)) {
-                        bytes = copied;
+                // A thread-owned frame outside the copied part of the chunks was pushed after
+                // datastack_top was read (it is above it, in the current chunk), or is in an
+                // older chunk (a deep stack). Generator frames live in heap objects.
+                if (single[o.iframe_owner] == o.owner_thread) {
+                    if (frame >= current_chunk_ + o.chunk_data &&
+                        frame + frame_read_size_ <= current_chunk_ + current_chunk_size_) {
                         in_chunk = true;
+                    } else if (copy_older_chunk(frame)) {
+                        if (const std::uint8_t* copied = find_local(frame)) {
+                            bytes = copied;
+                            in_chunk = true;
+                        }
                     }
                 }
             }
             std::uint8_t owner = bytes[o.iframe_owner];
             Address previous = load<std::uint64_t>(bytes + o.iframe_previous);
+            Address code_word = load<std::uint64_t>(bytes + o.iframe_code);
             if (owner > 4) return fail(out, StackEnd::corrupt, {Errc::corrupt, frame});
+            out.links[out.link_count++] = {frame, previous, code_word};
             if (has_cstack_owner_ && owner >= o.owner_cstack) {
                 // A shim or C-stack entry frame (3.12+): no Python code, but it closes the run
                 // of frames of one eval-loop call.
@@ -184,7 +245,7 @@ class InterpreterFrameWalker final : public StackWalker {
             // A thread-owned frame outside the thread's chunks is not one of its frames.
             if (owner == o.owner_thread && !in_chunk)
                 return fail(out, StackEnd::corrupt, {Errc::corrupt, frame});
-            Address code = load<std::uint64_t>(bytes + o.iframe_code) & ~layout_.code_tag_mask;
+            Address code = code_word & ~layout_.code_tag_mask;
             Address instr = load<std::uint64_t>(bytes + o.iframe_instr);
             RawFrame& raw = out.frames[out.depth++];
             raw.code = code;
@@ -201,9 +262,51 @@ class InterpreterFrameWalker final : public StackWalker {
         if (out.depth > 0) out.frames[out.depth - 1].flags |= RawFrame::entry;
     }
 
+    // The part of each copied chunk that holds walked frames, in one region per chunk, and each
+    // heap (generator) frame on its own.
     void add_verification(const RawStack& stack, VerifyBatch& batch) const override {
-        if (stack.cframe_slot != 0) batch.checks.push_back({stack.cframe_slot, stack.cframe});
-        if (stack.head_slot != 0) batch.checks.push_back({stack.head_slot, stack.head});
+        link_region_.assign(stack.link_count, -1);
+        chunk_span_.assign(chunks_.size(), {~Address{0}, 0});
+        for (std::uint32_t i = 0; i < stack.link_count; ++i) {
+            Address frame = stack.links[i].frame;
+            int chunk = chunk_of(frame);
+            if (chunk < 0) continue;
+            auto& [low, high] = chunk_span_[static_cast<std::size_t>(chunk)];
+            low = std::min(low, frame);
+            high = std::max(high, frame + frame_read_size_);
+        }
+        std::vector<int>& chunk_region = chunk_region_;
+        chunk_region.assign(chunks_.size(), -1);
+        for (std::size_t c = 0; c < chunks_.size(); ++c) {
+            auto [low, high] = chunk_span_[c];
+            if (high == 0) continue;
+            chunk_region[c] = static_cast<int>(batch.regions.size());
+            batch.add(low, static_cast<std::uint32_t>(high - low));
+        }
+        for (std::uint32_t i = 0; i < stack.link_count; ++i) {
+            int chunk = chunk_of(stack.links[i].frame);
+            if (chunk >= 0) {
+                link_region_[i] = chunk_region[static_cast<std::size_t>(chunk)];
+            } else {
+                link_region_[i] = static_cast<int>(batch.regions.size());
+                batch.add(stack.links[i].frame, static_cast<std::uint32_t>(frame_read_size_));
+            }
+        }
+    }
+
+    bool verify(const RawStack& stack, const VerifyBatch& batch) const override {
+        const LayoutOffsets& o = layout_.off;
+        if (link_region_.size() != stack.link_count) return false;
+        for (std::uint32_t i = 0; i < stack.link_count; ++i) {
+            const VerifyBatch::Region& region =
+                batch.regions[static_cast<std::size_t>(link_region_[i])];
+            const std::uint8_t* bytes =
+                batch.bytes.data() + region.offset + (stack.links[i].frame - region.address);
+            if (load<std::uint64_t>(bytes + o.iframe_previous) != stack.links[i].previous ||
+                load<std::uint64_t>(bytes + o.iframe_code) != stack.links[i].code)
+                return false;
+        }
+        return true;
     }
 
   private:
@@ -226,11 +329,49 @@ class InterpreterFrameWalker final : public StackWalker {
         return true;
     }
 
+    // Frames of the last walk of a thread that were outside its chunks: the C-stack entry frames
+    // of 3.12+ and generator frames. They are read again with the chunk, in the same call.
+    std::vector<Address>& outside_frames(Address tstate) {
+        if (outside_.size() > 4 * kMaxFrames) outside_.clear();
+        return outside_[tstate];
+    }
+
+    const std::uint8_t* speculated_outside(Address frame) const {
+        if (!speculated_read_) return nullptr;
+        for (std::size_t i = 0; i < speculated_.size(); ++i)
+            if (speculated_[i] == frame) return speculated_bytes_.data() + i * frame_read_size_;
+        return nullptr;
+    }
+
+    // The used part of the current chunk, and the frames of the previous walk that were
+    // outside the chunks, in one call.
     void copy_current_chunk(const ThreadRecord& thread) {
         Address chunk = thread.datastack_chunk;
         Address top = thread.datastack_top;
-        if (chunk == 0 || top <= chunk) return;
-        copy(chunk, top - chunk);
+        current_chunk_ = current_chunk_size_ = 0;
+        speculated_read_ = false;
+        if (chunk == 0 || top <= chunk || top - chunk > kMaxChunkBytes) return;
+        std::size_t length = top - chunk;
+        if (buffer_.size() < length) buffer_.resize(length);
+        speculated_bytes_.resize(speculated_.size() * frame_read_size_);
+        ops_.clear();
+        ops_.push_back({chunk, buffer_.data(), length});
+        for (std::size_t i = 0; i < speculated_.size(); ++i)
+            ops_.push_back({speculated_[i], speculated_bytes_.data() + i * frame_read_size_,
+                            frame_read_size_});
+        if (memory_.read_many(ops_)) {
+            speculated_read_ = true;
+        } else if (!memory_.read(chunk, buffer_.data(), length)) {
+            return;
+        }
+        chunks_.push_back({chunk, length, 0});
+        next_older_ = load<std::uint64_t>(buffer_.data() + layout_.off.chunk_previous);
+        buffer_used_ = length;
+        current_chunk_ = chunk;
+        current_chunk_size_ =
+            load<std::uint64_t>(buffer_.data() + chunks_.back().at + layout_.off.chunk_size);
+        if (current_chunk_size_ < top - chunk || current_chunk_size_ > kMaxChunkBytes)
+            current_chunk_size_ = top - chunk;
     }
 
     // Older chunks hold the outer frames of a deep stack; copy the one holding `frame`.
@@ -253,6 +394,14 @@ class InterpreterFrameWalker final : public StackWalker {
         return false;
     }
 
+    int chunk_of(Address frame) const {
+        for (std::size_t c = 0; c < chunks_.size(); ++c)
+            if (frame >= chunks_[c].base + layout_.off.chunk_data &&
+                frame + frame_read_size_ <= chunks_[c].base + chunks_[c].length)
+                return static_cast<int>(c);
+        return -1;
+    }
+
     const std::uint8_t* find_local(Address frame) const {
         for (const Chunk& chunk : chunks_) {
             if (frame >= chunk.base + layout_.off.chunk_data &&
@@ -266,7 +415,17 @@ class InterpreterFrameWalker final : public StackWalker {
     const Layout& layout_;
     std::size_t frame_read_size_;
     bool has_cstack_owner_;
-    Address next_older_ = 0; // the chunk before the oldest one copied so far
+    Address next_older_ = 0;    // the chunk before the oldest one copied so far
+    Address current_chunk_ = 0; // tstate->datastack_chunk, when copied
+    std::unordered_map<Address, std::vector<Address>> outside_; // per thread state
+    std::vector<Address> speculated_; // outside frames of the previous walk
+    std::vector<std::uint8_t> speculated_bytes_;
+    bool speculated_read_ = false;
+    std::vector<process::ReadOp> ops_;
+    std::uint64_t current_chunk_size_ = 0; // its size, from its header
+    mutable std::vector<int> link_region_; // per link of the last walk
+    mutable std::vector<int> chunk_region_;
+    mutable std::vector<std::pair<Address, Address>> chunk_span_; // walked part of each chunk
     VisitedSet visited_;
     std::vector<Chunk> chunks_;
     std::vector<std::uint8_t> buffer_;
@@ -296,13 +455,6 @@ std::unique_ptr<StackWalker> make_stack_walker(process::RemoteMemory& memory,
     if (target.layout.frame_model == FrameModel::object_frames)
         return std::make_unique<ObjectFrameWalker>(memory, target);
     return std::make_unique<InterpreterFrameWalker>(memory, target);
-}
-
-bool verification_holds(const VerifyBatch& batch) noexcept {
-    if (batch.words.size() != batch.checks.size()) return false;
-    for (std::size_t i = 0; i < batch.checks.size(); ++i)
-        if (batch.words[i] != batch.checks[i].expected) return false;
-    return true;
 }
 
 } // namespace spyglass::python

@@ -1,5 +1,7 @@
 #include "spyglass/sampling/process_sampler.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include "spyglass/process/ptrace.hpp"
 
 namespace spyglass::sampling {
@@ -24,7 +26,16 @@ ProcessSampler::ProcessSampler(std::unique_ptr<python::PythonProcess> process, F
       objects_(process_->memory(), process_->target()),
       torn_marker_(frames.marker("<unreadable: the stack changed while it was read>")) {}
 
-ProcessSampler::~ProcessSampler() = default;
+ProcessSampler::~ProcessSampler() {
+    const StackReadStats& s = reader_.stats();
+    spdlog::info("process {}: {} stacks read in {} attempts ({} torn: {} unreadable, {} changed, "
+                 "{} bad code, {} bad offset), {} resolved from cache, {} code objects loaded "
+                 "({} reused addresses), {} remote reads, thread lists {} batched / {} walked",
+                 process_->pid(), s.stacks, s.attempts, s.torn_attempts, s.torn_unreadable,
+                 s.torn_changed, s.torn_bad_code, s.torn_bad_offset, s.resolved_hits, s.code_misses,
+                 s.code_stale, process_->memory().read_calls(), process_->fast_thread_reads(),
+                 process_->slow_thread_reads());
+}
 
 bool ProcessSampler::gone() const {
     auto stat = process::read_stat(process_->pid());

@@ -6,6 +6,7 @@ namespace spyglass::sampling {
 
 namespace {
 constexpr std::size_t kMaxCachedCodes = 1u << 16;
+constexpr std::size_t kMaxResolvedStacks = 1u << 14;
 } // namespace
 
 const char* stack_outcome_name(StackOutcome outcome) noexcept {
@@ -80,7 +81,10 @@ bool StackReader::refresh(python::ThreadRecord& thread) {
 
 StackReader::CodeEntry* StackReader::load_code(process::Address address, ReadError& error) {
     ++stats_.code_misses;
-    if (codes_.size() >= kMaxCachedCodes) codes_.clear();
+    if (codes_.size() >= kMaxCachedCodes) {
+        codes_.clear();
+        forget_resolved();
+    }
     CodeEntry entry;
     if (auto status = python::read_code(process_.memory(), process_.layout(),
                                         process_.target().types, address, entry.info);
@@ -119,16 +123,16 @@ StackOutcome StackReader::resolve(std::vector<FrameId>& out) {
     }
     std::size_t header_size = python::code_header_size(layout);
     headers_.resize(unique_codes_.size() * header_size);
-    batch_.words.resize(batch_.checks.size());
     ops_.clear();
-    for (std::size_t i = 0; i < batch_.checks.size(); ++i)
-        ops_.push_back({batch_.checks[i].address, &batch_.words[i], 8});
+    for (const python::VerifyBatch::Region& region : batch_.regions)
+        ops_.push_back({region.address, batch_.bytes.data() + region.offset, region.length});
     for (std::size_t i = 0; i < unique_codes_.size(); ++i)
         if (codes_.contains(unique_codes_[i]))
             ops_.push_back({unique_codes_[i], headers_.data() + i * header_size, header_size});
     if (auto status = memory.read_many(ops_); !status)
-        return status.error().code == Errc::process_gone ? StackOutcome::gone : StackOutcome::torn;
-    if (!python::verification_holds(batch_)) return StackOutcome::torn;
+        return status.error().code == Errc::process_gone ? StackOutcome::gone
+                                                         : torn(stats_.torn_unreadable);
+    if (!process_.walker().verify(raw_, batch_)) return torn(stats_.torn_changed);
 
     for (std::size_t i = 0; i < unique_codes_.size(); ++i) {
         auto it = codes_.find(unique_codes_[i]);
@@ -137,6 +141,36 @@ StackOutcome StackReader::resolve(std::vector<FrameId>& out) {
         if (python::code_fingerprint(layout, header) != it->second.info.fingerprint) {
             ++stats_.code_stale;
             codes_.erase(it);
+            forget_resolved();
+        }
+    }
+
+    // Seen before, with every code object still valid: the same frames.
+    std::uint64_t key = 0xcbf29ce484222325ull ^ raw_.depth;
+    for (std::uint32_t i = 0; i < raw_.depth; ++i) {
+        const python::RawFrame& raw = raw_.frames[i];
+        key = (key ^ raw.code) * 0x100000001b3ull;
+        key = (key ^ (static_cast<std::uint64_t>(static_cast<std::uint32_t>(raw.offset)) << 8 |
+                      raw.flags)) *
+              0x100000001b3ull;
+    }
+    bool cacheable = !raw_.truncated();
+    if (cacheable) {
+        auto hit = resolved_.find(key);
+        if (hit != resolved_.end() && hit->second.raw.size() == raw_.depth &&
+            std::equal(
+                hit->second.raw.begin(), hit->second.raw.end(), raw_.frames.begin(),
+                [](const auto& cached, const python::RawFrame& raw) {
+                    return cached.first == raw.code &&
+                           cached.second ==
+                               (static_cast<std::uint64_t>(static_cast<std::uint32_t>(raw.offset))
+                                    << 8 |
+                                raw.flags);
+                })) {
+            ++stats_.resolved_hits;
+            out = hit->second.frames;
+            kept_ = hit->second.kept;
+            return StackOutcome::ok;
         }
     }
 
@@ -149,9 +183,10 @@ StackOutcome StackReader::resolve(std::vector<FrameId>& out) {
             ReadError error{};
             entry = load_code(raw.code, error);
             if (entry == nullptr)
-                return error.code == Errc::process_gone ? StackOutcome::gone : StackOutcome::torn;
+                return error.code == Errc::process_gone ? StackOutcome::gone
+                                                        : torn(stats_.torn_bad_code);
         }
-        if (raw.offset >= entry->info.length) return StackOutcome::torn;
+        if (raw.offset >= entry->info.length) return torn(stats_.torn_bad_offset);
         // Pushed but not yet running its first instruction (3.11+): CPython hides these too.
         if (interpreter_frames && !(raw.flags & python::RawFrame::generator) &&
             raw.offset < entry->info.first_traceable)
@@ -172,6 +207,16 @@ StackOutcome StackReader::resolve(std::vector<FrameId>& out) {
         out.push_back(truncated_marker_);
         return StackOutcome::truncated;
     }
+    if (resolved_.size() >= kMaxResolvedStacks) resolved_.clear();
+    ResolvedStack& entry = resolved_[key];
+    entry.raw.clear();
+    for (std::uint32_t i = 0; i < raw_.depth; ++i)
+        entry.raw.emplace_back(
+            raw_.frames[i].code,
+            static_cast<std::uint64_t>(static_cast<std::uint32_t>(raw_.frames[i].offset)) << 8 |
+                raw_.frames[i].flags);
+    entry.frames = out;
+    entry.kept = kept_;
     return StackOutcome::ok;
 }
 

@@ -153,40 +153,77 @@ TEST_P(Walker, UnreadableLinkKeepsTheFramesBeforeIt) {
     expect_frames(frames, want);
 }
 
+// The innermost frame's link to its caller is rewritten after the walk read it: the chain the
+// walk saw is not the thread's any more (its caller returned and another call took its place).
+void relink(FakePython& fake, const Layout& layout, Address frame, Address previous) {
+    const auto& o = layout.off;
+    fake.put<std::uint64_t>(frame,
+                            layout.frame_model == FrameModel::interpreter_frames ? o.iframe_previous
+                                                                                 : o.frame_back,
+                            previous);
+}
+
 TEST_P(Walker, StackThatChangesWhileReadIsRetried) {
+    Setup s(layout());
+    Address second = chain(s.fake, 2, &s.chunk, 0, "new");
+    Address first = chain(s.fake, 3, &s.chunk, 0, "old");
+    s.point_at(first);
+    auto process = s.fake.process();
+    std::vector<spyglass::python::ThreadRecord> threads;
+    ASSERT_TRUE(process->read_threads(threads));
+    FrameTable frames;
+    StackReader reader(*process, frames, {});
+    // The first read of the walk copies the innermost frame; before the next read, its caller
+    // link changes.
+    std::uint64_t reads = 0;
+    s.fake.memory().on_read([&](std::uint64_t) {
+        if (++reads == 2) relink(s.fake, layout(), first, second);
+    });
+    std::vector<spyglass::sampling::FrameId> ids;
+    ASSERT_EQ(reader.read(threads[0], ids), StackOutcome::ok);
+    EXPECT_EQ(reader.stats().torn_attempts, 1u);
+    std::vector<Expected> got;
+    for (auto id : ids)
+        got.push_back(
+            {std::string(frames.strings().view(frames.get(id).function)), frames.get(id).line});
+    auto want = expected_chain(1, "old");
+    auto tail = expected_chain(2, "new");
+    want.insert(want.end(), tail.begin(), tail.end());
+    expect_frames(got, want);
+}
+
+TEST_P(Walker, MovingOnWithoutTearingIsNotTorn) {
+    // The thread returns and calls elsewhere after the walk: what was read was its stack.
     Setup s(layout());
     Address first = chain(s.fake, 3, &s.chunk, 0, "old");
     Address second = chain(s.fake, 2, &s.chunk, 0, "new");
     s.point_at(first);
     auto process = s.fake.process();
-    // The thread moves to the other stack during the first walk.
-    bool moved = false;
-    s.fake.memory().on_read([&](std::uint64_t) {
-        if (moved) return;
-        moved = true;
-        s.point_at(second);
-    });
-    StackOutcome outcome;
-    StackReader* reader = nullptr;
     std::vector<spyglass::python::ThreadRecord> threads;
-    ASSERT_TRUE(process->read_threads(threads)); // before the hook fires: the record says "old"
-    auto frames = read(*process, outcome, reader);
-    EXPECT_EQ(outcome, StackOutcome::ok);
-    expect_frames(frames, expected_chain(2, "new"));
+    ASSERT_TRUE(process->read_threads(threads));
+    s.fake.memory().on_read([&](std::uint64_t) { s.point_at(second); });
+    FrameTable frames;
+    StackReader reader(*process, frames, {});
+    std::vector<spyglass::sampling::FrameId> ids;
+    ASSERT_EQ(reader.read(threads[0], ids), StackOutcome::ok);
+    EXPECT_EQ(reader.stats().torn_attempts, 0u);
+    EXPECT_EQ(ids.size(), 3u);
 }
 
 TEST_P(Walker, StackThatNeverSettlesIsReportedTorn) {
     Setup s(layout());
-    // Every read finds the thread on a stack it has not been on before.
-    std::vector<Address> stacks;
+    // Every read finds the innermost frame linked to a caller it did not have before.
+    std::vector<Address> callers;
     for (int i = 0; i < 300; ++i)
-        stacks.push_back(chain(s.fake, 3, &s.chunk, 0, "s" + std::to_string(i)));
-    s.point_at(stacks[0]);
+        callers.push_back(chain(s.fake, 2, &s.chunk, 0, "c" + std::to_string(i)));
+    Address head = chain(s.fake, 1, &s.chunk, callers[0], "head");
+    s.point_at(head);
     auto process = s.fake.process();
     std::vector<spyglass::python::ThreadRecord> threads;
     ASSERT_TRUE(process->read_threads(threads));
     std::size_t next = 1;
-    s.fake.memory().on_read([&](std::uint64_t) { s.point_at(stacks[next++ % stacks.size()]); });
+    s.fake.memory().on_read(
+        [&](std::uint64_t) { relink(s.fake, layout(), head, callers[next++ % callers.size()]); });
     FrameTable frames;
     StackReader reader(*process, frames, {});
     std::vector<spyglass::sampling::FrameId> ids;

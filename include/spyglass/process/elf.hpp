@@ -59,7 +59,10 @@ class ElfFile {
     std::string path_;
     std::vector<ElfSection> sections_;
     std::vector<Segment> segments_;
-    std::unordered_map<std::string, ElfSymbol> symbols_;
+    // Names point into the string tables of the mapped file, which stays open with `handle_`:
+    // no allocation per symbol (libpython has some 16,000).
+    std::shared_ptr<struct ElfHandle> handle_;
+    std::unordered_map<std::string_view, ElfSymbol> symbols_;
     std::uint64_t first_load_ = 0;
     bool has_symtab_ = false;
     bool is_dyn_ = false;

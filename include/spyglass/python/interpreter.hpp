@@ -58,6 +58,10 @@ class PythonProcess {
     // read fetches everything when the lists have not changed since the previous call.
     process::ReadStatus read_threads(std::vector<ThreadRecord>& out);
 
+    // How often read_threads could use its one-batch path, and how often it had to walk.
+    [[nodiscard]] std::uint64_t fast_thread_reads() const noexcept { return fast_reads_; }
+    [[nodiscard]] std::uint64_t slow_thread_reads() const noexcept { return slow_reads_; }
+
     // The addresses of the interpreter states, newest first.
     process::ReadStatus read_interpreters(std::vector<Address>& out);
 
@@ -94,6 +98,11 @@ class PythonProcess {
         std::vector<Address> cframes; // per tstate (3.11 / 3.12)
     } cached_;
     std::vector<process::ReadOp> batch_;
+    std::vector<GilSpan> fast_gils_;
+    struct FastBytes {
+        std::vector<const std::uint8_t*> interps, gils, tstates, cframes;
+    } fast_bytes_;
+    std::uint64_t fast_reads_ = 0, slow_reads_ = 0;
     std::vector<std::uint8_t> batch_bytes_;
     std::unordered_map<Address, Address> gil_of_interp_; // 3.12+: interp -> its gil struct
     struct TidEntry {

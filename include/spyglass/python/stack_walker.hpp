@@ -38,37 +38,53 @@ const char* stack_end_name(StackEnd end) noexcept;
 
 struct ThreadRecord;
 
+// One element of the chain as the walk read it, skipped frames included: the consistency check
+// after the walk reads these words again.
+struct FrameLink {
+    Address frame = 0;
+    Address previous = 0;
+    Address code = 0; // the word as read (tag bits included)
+};
+
 struct RawStack {
     std::array<RawFrame, kMaxFrames> frames; // innermost first
     std::uint32_t depth = 0;
+    std::array<FrameLink, kMaxFrames> links; // every frame visited, in chain order
+    std::uint32_t link_count = 0;
     StackEnd end = StackEnd::complete;
     ReadError error{Errc::bad_address, 0};
-    // Where the chain's head was read from and what it was, to see after the walk whether the
-    // thread moved on meanwhile (the sample would then mix two states).
-    Address head_slot = 0;
-    Address head = 0;
-    Address cframe_slot = 0; // 3.11/3.12: tstate->cframe, read before head_slot
-    Address cframe = 0;
 
     void clear() noexcept {
         depth = 0;
+        link_count = 0;
         end = StackEnd::complete;
-        head_slot = head = cframe_slot = cframe = 0;
     }
     [[nodiscard]] bool truncated() const noexcept { return end != StackEnd::complete; }
 };
 
-// Reads done after a walk, in one batch with the resolver's own validation reads.
+// Reads done after a walk, batched with the resolver's own validation reads: the memory the
+// walk's links came from, read again. If a link changed, the walk may mix two states of the
+// thread (a torn stack); if none did, the chain was the thread's stack at one moment, even if
+// the thread has moved on since.
 struct VerifyBatch {
-    struct Check {
+    struct Region {
         Address address;
-        std::uint64_t expected;
+        std::uint32_t length;
+        std::uint32_t offset; // into bytes
     };
-    std::vector<Check> checks;
-    std::vector<std::uint64_t> words; // what the batch read at each check's address
+    std::vector<Region> regions;
+    std::vector<std::uint8_t> bytes; // grows, never shrinks: no zero-filling per sample
+    std::size_t used = 0;
+
     void clear() noexcept {
-        checks.clear();
-        words.clear();
+        regions.clear();
+        used = 0;
+    }
+    // Reserves a region; its bytes are filled by the batch.
+    void add(Address address, std::uint32_t length) {
+        regions.push_back({address, length, static_cast<std::uint32_t>(used)});
+        used += length;
+        if (bytes.size() < used) bytes.resize(std::max(used, 2 * bytes.size()));
     }
 };
 
@@ -78,15 +94,14 @@ class StackWalker {
     // Walks the thread's frame chain into `out` (cleared first). Never fails as a whole: a read
     // error mid-chain ends the stack with StackEnd::read_failed and keeps the frames so far.
     virtual void walk(const ThreadRecord& thread, RawStack& out) = 0;
-    // Adds the reads that tell whether `stack` is still the thread's stack (words to compare).
+    // Adds the regions to read again after the walk.
     virtual void add_verification(const RawStack& stack, VerifyBatch& batch) const = 0;
+    // After those regions were read: does every link still say what the walk saw?
+    [[nodiscard]] virtual bool verify(const RawStack& stack, const VerifyBatch& batch) const = 0;
 };
 
 // The walker for the target's frame model.
 std::unique_ptr<StackWalker> make_stack_walker(process::RemoteMemory& memory,
                                                const TargetInfo& target);
-
-// After the words were read: do they match what the walk saw?
-bool verification_holds(const VerifyBatch& batch) noexcept;
 
 } // namespace spyglass::python

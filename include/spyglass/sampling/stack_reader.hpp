@@ -31,8 +31,12 @@ struct StackReadStats {
     std::uint64_t stacks = 0;
     std::uint64_t attempts = 0;
     std::uint64_t torn_attempts = 0;
+    // Why attempts were torn: the verification read failed, a link changed, a code object did
+    // not validate, an instruction offset was outside its code.
+    std::uint64_t torn_unreadable = 0, torn_changed = 0, torn_bad_code = 0, torn_bad_offset = 0;
     std::uint64_t code_misses = 0;
-    std::uint64_t code_stale = 0; // a cached code object whose address was reused
+    std::uint64_t code_stale = 0;    // a cached code object whose address was reused
+    std::uint64_t resolved_hits = 0; // stacks whose frames came from the resolved-stack cache
 };
 
 class StackReader {
@@ -60,6 +64,10 @@ class StackReader {
         std::unordered_map<std::int32_t, std::int32_t> lines; // offset -> line
     };
     StackOutcome resolve(std::vector<FrameId>& out);
+    static StackOutcome torn(std::uint64_t& reason) noexcept {
+        ++reason;
+        return StackOutcome::torn;
+    }
     bool refresh(python::ThreadRecord& thread);
     CodeEntry* load_code(process::Address address, ReadError& error);
     std::int32_t line_of(CodeEntry& entry, std::int32_t offset);
@@ -75,6 +83,15 @@ class StackReader {
     std::vector<std::uint8_t> headers_;
     std::vector<std::uint32_t> kept_;
     std::unordered_map<process::Address, CodeEntry> codes_;
+    // Raw stacks already resolved: (code, offset, flags) of every frame -> the frames. Valid as
+    // long as every code entry it used is; cleared whenever one is dropped.
+    struct ResolvedStack {
+        std::vector<std::pair<process::Address, std::uint64_t>> raw;
+        std::vector<FrameId> frames;
+        std::vector<std::uint32_t> kept;
+    };
+    std::unordered_map<std::uint64_t, ResolvedStack> resolved_;
+    void forget_resolved() noexcept { resolved_.clear(); }
     StackReadStats stats_;
 };
 
