@@ -1,0 +1,102 @@
+// Micro-benchmarks of the sampling path's pieces, over fake memory (no syscalls): what the
+// CPU does per sample besides reading the target. Run: build/tests/spyglass_micro_bench
+#include "fake_python.hpp"
+#include <benchmark/benchmark.h>
+
+#include "spyglass/python/line_table.hpp"
+#include "spyglass/sampling/aggregator.hpp"
+#include "spyglass/sampling/stack_reader.hpp"
+
+namespace {
+
+using spyglass::process::Address;
+using spyglass::python::FrameModel;
+using spyglass::testing::FakePython;
+
+// A 30-deep stack of one thread, for the layout of `minor`.
+struct DeepStack {
+    FakePython fake;
+    std::unique_ptr<spyglass::python::PythonProcess> process;
+    std::vector<spyglass::python::ThreadRecord> threads;
+
+    explicit DeepStack(int minor) : fake(*spyglass::python::layout_for(3, minor)) {
+        const auto& layout = *spyglass::python::layout_for(3, minor);
+        Address interp = fake.interpreter();
+        Address tstate = fake.thread(interp, 0x7f0000001000);
+        FakePython::Chunk chunk{};
+        bool chunks = layout.frame_model == FrameModel::interpreter_frames;
+        if (chunks) chunk = fake.chunk(64 * 1024);
+        Address previous = 0;
+        for (int i = 29; i >= 0; --i) {
+            Address code = fake.code("level" + std::to_string(i), "/app/deep.py", 10 * i + 1);
+            previous = chunks ? fake.push_frame(chunk, code, previous, 3)
+                              : fake.frame_object(code, previous, 3);
+        }
+        fake.set_frame(tstate, previous, chunks ? &chunk : nullptr);
+        process = fake.process();
+        process->read_threads(threads);
+    }
+};
+
+void BM_Walk(benchmark::State& state) {
+    DeepStack stack(static_cast<int>(state.range(0)));
+    spyglass::python::RawStack raw;
+    for (auto _ : state) {
+        stack.process->walker().walk(stack.threads[0], raw);
+        benchmark::DoNotOptimize(raw.depth);
+    }
+}
+BENCHMARK(BM_Walk)->Arg(10)->Arg(12);
+
+void BM_ReadStackCached(benchmark::State& state) {
+    DeepStack stack(static_cast<int>(state.range(0)));
+    spyglass::sampling::FrameTable frames;
+    spyglass::sampling::StackReader reader(*stack.process, frames, {});
+    std::vector<spyglass::sampling::FrameId> ids;
+    for (auto _ : state) {
+        reader.read(stack.threads[0], ids);
+        benchmark::DoNotOptimize(ids.data());
+    }
+}
+BENCHMARK(BM_ReadStackCached)->Arg(10)->Arg(12);
+
+void BM_ReadThreads(benchmark::State& state) {
+    DeepStack stack(static_cast<int>(state.range(0)));
+    for (auto _ : state) {
+        stack.process->read_threads(stack.threads);
+        benchmark::DoNotOptimize(stack.threads.data());
+    }
+}
+BENCHMARK(BM_ReadThreads)->Arg(10)->Arg(12);
+
+void BM_LocationTableLookup(benchmark::State& state) {
+    std::vector<std::uint8_t> table;
+    for (int i = 0; i < 200; ++i)
+        table.insert(table.end(), {0x80 | (13 << 3), 2});
+    int unit = 0;
+    for (auto _ : state) {
+        benchmark::DoNotOptimize(spyglass::python::line_for_offset(
+            spyglass::python::LineTableFormat::location_table, table, 1, unit));
+        unit = (unit + 37) % 200;
+    }
+}
+BENCHMARK(BM_LocationTableLookup);
+
+void BM_AggregateSample(benchmark::State& state) {
+    spyglass::sampling::FrameTable frames;
+    spyglass::sampling::StackTable stacks;
+    spyglass::sampling::Aggregator aggregator(frames, stacks, false,
+                                              spyglass::sampling::SampleMode::wall, false);
+    aggregator.thread(0, {1, 1, 1, "main"});
+    spyglass::sampling::Sample sample;
+    std::uint32_t n = 0;
+    for (auto _ : state) {
+        sample.stack = n++ % 64;
+        aggregator.sample(sample);
+    }
+}
+BENCHMARK(BM_AggregateSample);
+
+} // namespace
+
+BENCHMARK_MAIN();
