@@ -97,6 +97,19 @@ int run_cli(int argc, char** argv) {
     record_cmd->add_flag("--full-filenames", record.full_filenames,
                          "Show full source paths instead of shortened ones");
 
+    TopOptions top;
+    CLI::App* top_cmd = app.add_subcommand(
+        "top", "Live view of the functions a running process (or a command) spends its time in");
+    add_sampling_options(top_cmd, top.sampling);
+    top_cmd->add_option("--delay", top.delay, "Seconds between refreshes (default 1)")
+        ->check(CLI::Range(0.1, 3600.0));
+    top_cmd->add_flag("--once", top.once,
+                      "No terminal UI: sample for --duration seconds (default 5), print the "
+                      "table and exit");
+    top_cmd->add_flag("--lines", top.lines, "Start with one row per line instead of per function");
+    top_cmd->add_flag("--full-filenames", top.full_filenames,
+                      "Show full source paths instead of shortened ones");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -112,6 +125,7 @@ int run_cli(int argc, char** argv) {
     setup_logging(verbosity);
     if (dump_cmd->parsed()) return run_dump(dump);
     if (record_cmd->parsed()) return run_record(record);
+    if (top_cmd->parsed()) return run_top(top);
     return 2;
 }
 

@@ -42,6 +42,16 @@ struct RecordOptions {
 
 int run_record(const RecordOptions& options);
 
+struct TopOptions {
+    SamplingOptions sampling;
+    double delay = 1.0;   // seconds between refreshes
+    bool once = false;    // no terminal UI: sample --duration seconds (default 5), print, exit
+    bool lines = false;   // start aggregated by line instead of by function
+    bool full_filenames = false;
+};
+
+int run_top(const TopOptions& options);
+
 // Prints "spyglass: error: <message>" on one line to stderr.
 void print_error(const std::string& message);
 
