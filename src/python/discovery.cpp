@@ -1,6 +1,7 @@
 #include "spyglass/python/discovery.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "spyglass/process/elf.hpp"
@@ -156,7 +157,11 @@ int pthread_tid_offset_from_libc(pid_t pid, const std::vector<MapEntry>& maps) {
 Result<void> find_roots(process::RemoteMemory& memory, const Binary& binary,
                         const process::AddressSpace& space, TargetInfo& target) {
     const Layout& layout = target.layout;
-    if (layout.version.at_least(3, 7)) {
+    // A diagnostic: find the interpreter as if every symbol were stripped.
+    const bool scan_only = std::getenv("SPYGLASS_ROOT_SCAN") != nullptr;
+    if (scan_only) {
+        target.notes.push_back("SPYGLASS_ROOT_SCAN is set: finding the interpreter by scanning");
+    } else if (layout.version.at_least(3, 7)) {
         if (auto runtime = binary.symbol("_PyRuntime")) {
             target.runtime = *runtime;
         } else if (auto section = binary.section(".PyRuntime")) {
@@ -195,6 +200,10 @@ Result<void> find_roots(process::RemoteMemory& memory, const Binary& binary,
             target.notes.push_back(
                 fmt::format("interpreter state found by scanning {} of {} (stripped binary)", name,
                             binary.path));
+            // .PyRuntime holds exactly _PyRuntime, whose GIL fields 3.10 and 3.11 need.
+            if (std::string_view(name) == ".PyRuntime") target.runtime = section->first;
+            if (layout.gil_model == GilModel::runtime_gil && target.runtime == 0)
+                target.notes.push_back("without _PyRuntime the GIL holder cannot be read");
             return {};
         }
     }

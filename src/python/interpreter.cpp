@@ -89,6 +89,7 @@ PythonProcess::GilSpan PythonProcess::gil_span(Address interp) {
         // gil_locked / gil_last_holder are two statics: not one span. The slow path reads them.
         return GilSpan{};
     case GilModel::runtime_gil:
+        if (target_.runtime == 0) return GilSpan{};
         return covering(target_.runtime + o.runtime_gil_locked,
                         target_.runtime + o.runtime_gil_last_holder);
     case GilModel::interpreter_gil: {
@@ -327,6 +328,7 @@ std::expected<Address, ReadError> PythonProcess::gil_holder(Address interp) {
         return memory_->read_value<std::uint64_t>(target_.tstate_current);
     }
     case GilModel::runtime_gil:
+        if (target_.runtime == 0) return std::unexpected(ReadError{Errc::not_found, 0});
         return read_pair(target_.runtime + o.runtime_gil_locked,
                          target_.runtime + o.runtime_gil_last_holder);
     case GilModel::interpreter_gil: {
