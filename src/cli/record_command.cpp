@@ -151,6 +151,7 @@ int run_record(const RecordOptions& options) {
     std::string ending;
     if (result.end == sampling::SessionEnd::targets_exited)
         ending = result.pids.empty() ? "the command exited before its Python interpreter started; "
+                 : started->child    ? "the command exited; "
                                      : "the target exited; ";
     std::fprintf(stderr,
                  "spyglass: %s%s samples in %.1f s at %.1f Hz (asked %g), %s late ticks, %s "

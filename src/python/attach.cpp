@@ -24,11 +24,19 @@ int calibrate_pthread_tid_offset(process::RemoteMemory& memory, pid_t pid,
 
 } // namespace
 
-Result<std::unique_ptr<PythonProcess>> PythonProcess::attach(pid_t pid, const AttachOptions&) {
-    auto memory = std::make_shared<process::LiveMemory>(pid);
-    auto target = discover(pid, *memory);
+Result<std::unique_ptr<PythonProcess>> PythonProcess::attach(pid_t pid,
+                                                             const AttachOptions& options) {
+    process::LiveMemory memory(pid);
+    auto target = discover(pid, memory);
     if (!target) return std::unexpected(target.error());
-    auto python = std::make_unique<PythonProcess>(std::move(memory), std::move(*target));
+    return attach(std::move(*target), options);
+}
+
+Result<std::unique_ptr<PythonProcess>> PythonProcess::attach(TargetInfo target,
+                                                             const AttachOptions&) {
+    pid_t pid = target.pid;
+    auto memory = std::make_shared<process::LiveMemory>(pid);
+    auto python = std::make_unique<PythonProcess>(std::move(memory), std::move(target));
     const TargetInfo& info = python->target();
 
     auto head = python->memory().read_value<std::uint64_t>(info.interp_head_slot);

@@ -9,7 +9,9 @@
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 
+#include "spyglass/process/live_memory.hpp"
 #include "spyglass/process/procfs.hpp"
+#include "spyglass/python/discovery.hpp"
 
 namespace spyglass::sampling {
 
@@ -93,18 +95,36 @@ void Session::watch(pid_t pid, std::function<bool()> is_alive) {
 }
 
 bool Session::try_attach(pid_t pid, bool report_errors) {
-    auto process = python::PythonProcess::attach(pid);
+    // A launched command's interpreter is found before it is initialized: keep what discovery
+    // learned and only check for the interpreter state until it is there.
+    auto known = discovered_.find(pid);
+    Result<std::unique_ptr<python::PythonProcess>> process =
+        std::unexpected(Error{Errc::not_found, ""});
+    if (known != discovered_.end()) {
+        process = python::PythonProcess::attach(known->second);
+    } else {
+        process::LiveMemory memory(pid);
+        auto target = python::discover(pid, memory);
+        if (!target) {
+            process = std::unexpected(target.error());
+        } else {
+            discovered_.insert_or_assign(pid, *target);
+            process = python::PythonProcess::attach(std::move(*target));
+        }
+    }
     if (!process) {
         const Error& error = process.error();
         // Not Python (yet: a launcher, a shell, a fork before exec) or not initialized yet:
         // try again later. Anything else is final for this process.
         if (error.code == Errc::not_python || error.code == Errc::not_found) return false;
+        discovered_.erase(pid);
         if (error.code != Errc::process_gone && report_errors)
             spdlog::warn("not sampling process {}: {}", pid, error.message);
         pending_.erase(pid);
         return false;
     }
     pending_.erase(pid);
+    discovered_.erase(pid);
     if (python_version_.empty()) python_version_ = (*process)->target().version.to_string();
     for (const std::string& note : (*process)->target().notes)
         spdlog::info("process {}: {}", pid, note);
@@ -222,9 +242,11 @@ SessionResult Session::run(SampleSink& sink, const std::atomic<int>& stop,
             next_progress = now + kProgressIntervalNs;
         }
     }
-    totals.elapsed_ns = monotonic_ns() - start;
-    if (duration != 0 && result.end == SessionEnd::duration)
-        totals.elapsed_ns = std::min(totals.elapsed_ns, duration);
+    // The recording covers whole periods: the last tick's period counts in full.
+    if (result.end == SessionEnd::duration)
+        totals.elapsed_ns = duration;
+    else
+        totals.elapsed_ns = totals.ticks == 0 ? 0 : totals.elapsed_ns + period;
     result.pids = pids_;
     result.python_version = python_version_;
     return result;

@@ -45,6 +45,11 @@ class PythonProcess {
     // process_vm_readv.
     static Result<std::unique_ptr<PythonProcess>> attach(pid_t pid,
                                                          const AttachOptions& options = {});
+    // Attaches with what an earlier discovery learned (a launched interpreter that was not
+    // initialized yet: no need to read its ELF files again). Fails with not_found while the
+    // interpreter is still not initialized.
+    static Result<std::unique_ptr<PythonProcess>> attach(TargetInfo target,
+                                                         const AttachOptions& options = {});
 
     [[nodiscard]] const TargetInfo& target() const noexcept { return target_; }
     [[nodiscard]] const Layout& layout() const noexcept { return target_.layout; }

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -71,9 +72,10 @@ class Session {
     SessionOptions options_;
     ThreadRegistry registry_;
     std::vector<std::unique_ptr<ProcessSampler>> samplers_;
-    std::set<pid_t> roots_;   // processes whose descendants are followed
-    std::set<pid_t> known_;   // every pid considered (Python or not)
-    std::set<pid_t> pending_; // not (yet) Python: retried
+    std::set<pid_t> roots_;                          // processes whose descendants are followed
+    std::set<pid_t> known_;                          // every pid considered (Python or not)
+    std::set<pid_t> pending_;                        // not (yet) Python: retried
+    std::map<pid_t, python::TargetInfo> discovered_; // found, not initialized yet
     std::optional<pid_t> watched_;
     std::function<bool()> watched_alive_;
     std::vector<pid_t> pids_;
