@@ -18,7 +18,8 @@ std::span<const std::uint8_t> bytes_of(std::string_view text) {
 }
 
 TEST(Discovery, FindsTheSysVersionText) {
-    std::string bss("\0\0\x01garbage 2.7 3.9.18 (main, May  9 2026, 07:33:49) [GCC 12.2.0]\0", 70);
+    using namespace std::string_literals;
+    std::string bss = "\0\0\x01garbage 2.7 3.9.18 (main, May  9 2026, 07:33:49) [GCC 12.2.0]\0"s;
     auto version = find_version_string(bytes_of(bss));
     ASSERT_TRUE(version);
     EXPECT_EQ(*version, (spyglass::python::PythonVersion{3, 9, 18}));
