@@ -94,7 +94,10 @@ class ObjectFrameWalker final : public StackWalker {
             raw.code = load<std::uint64_t>(header + o.frame_code);
             raw.frame = frame;
             auto lasti = load<std::int32_t>(header + o.frame_lasti);
-            raw.offset = lasti < 0 ? -1 : lasti * layout_.lasti_scale;
+            raw.offset = lasti < 0 ? -1
+                                   : static_cast<std::int32_t>(std::min<std::int64_t>(
+                                         std::int64_t{lasti} * layout_.lasti_scale,
+                                         std::numeric_limits<std::int32_t>::max()));
             raw.flags = RawFrame::entry; // every frame is its own eval-loop call
             Address back = load<std::uint64_t>(header + o.frame_back);
             out.links[out.link_count++] = {frame, back, raw.code};
@@ -350,7 +353,9 @@ class InterpreterFrameWalker final : public StackWalker {
         Address top = thread.datastack_top;
         current_chunk_ = current_chunk_size_ = 0;
         speculated_read_ = false;
-        if (chunk == 0 || top <= chunk || top - chunk > kMaxChunkBytes) return;
+        // A chunk too short for its own header is not one (a torn or foreign read).
+        if (chunk == 0 || top < chunk + layout_.off.chunk_data || top - chunk > kMaxChunkBytes)
+            return;
         std::size_t length = top - chunk;
         if (buffer_.size() < length) buffer_.resize(length);
         speculated_bytes_.resize(speculated_.size() * frame_read_size_);

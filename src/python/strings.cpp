@@ -189,7 +189,7 @@ process::ReadStatus read_bytes(RemoteMemory& memory, const Layout& layout, Addre
     if (length < 0 || static_cast<std::uint64_t>(length) > max_bytes) return corrupt(object);
     out.resize(static_cast<std::size_t>(length));
     std::size_t in_probe = std::min(out.size(), probe.size() - o.bytes_data);
-    std::memcpy(out.data(), probe.data() + o.bytes_data, in_probe);
+    if (in_probe > 0) std::memcpy(out.data(), probe.data() + o.bytes_data, in_probe);
     if (in_probe < out.size())
         return memory.read(object + o.bytes_data + in_probe, out.data() + in_probe,
                            out.size() - in_probe);
