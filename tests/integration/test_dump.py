@@ -117,6 +117,21 @@ class DumpTests(harness.InterpreterCase):
             self.assertTrue(all(f[2] == marker_line("recurse_call") for f in recursion[1:]))
             self.assertNotIn("<truncated>", [f[0] for f in frames])
 
+    def test_locals(self):
+        with harness.Target(self.python, "dump_target.py") as target:
+            threads = self.threads_by_ident(self.dump(target.pid, "--locals"))
+            recursion = threads[target.report["threads"]["recursive"]["ident"]]["frames"]
+            # recurse(n) called itself with n - 1: the innermost frame has n = 1.
+            for depth in (0, 1, 2, 499):
+                self.assertEqual(recursion[depth]["locals"],
+                                 [{"name": "n", "value": str(depth + 1), "argument": True}])
+            busy = threads[target.report["threads"]["worker"]["ident"]]["frames"][0]
+            [n] = busy["locals"]
+            self.assertEqual((n["name"], n["argument"]), ("n", False))
+            self.assertTrue(int(n["value"].rstrip("L")) >= 0)
+            text = harness.spyglass("dump", "--pid", target.pid, "--locals").stdout
+            self.assertIn("        Arguments:\n            n = 1\n", text)
+
     def test_text_output(self):
         with harness.Target(self.python, "dump_target.py") as target:
             result = harness.spyglass("dump", "--pid", target.pid)

@@ -83,6 +83,29 @@ class RecordTests(harness.InterpreterCase):
         self.assertFalse([f for f, _ in stacks
                           if any(function_of(x) == "sleeping_function" for x in f)])
 
+    def test_gil_keeps_only_the_holder(self):
+        out = self.output("gil.txt")
+        with harness.Target(self.python, "record_target.py") as target:
+            self.record(target.pid, out, "--duration", 2, "--gil", "--threads")
+        stacks = parse_folded(out)
+        self.assertTrue(stacks)
+        # Only the busy thread runs Python; the sleeper never holds the GIL while it sleeps.
+        self.assertGreater(share(stacks, lambda f: "busy" in f[0]), 0.95)
+
+    def test_function_and_nolineno_labels(self):
+        out = self.output("function.txt")
+        with harness.Target(self.python, "record_target.py") as target:
+            self.record(target.pid, out, "--duration", 1, "--function")
+            first_lines = set()
+            for frames, _ in parse_folded(out):
+                first_lines.update(x for x in frames if function_of(x) == "slow_part")
+            # --function: every sample of slow_part has the function's first line.
+            self.assertEqual(len(first_lines), 1, first_lines)
+            self.record(target.pid, out, "--duration", 1, "--nolineno")
+            labels = {x for frames, _ in parse_folded(out) for x in frames}
+            self.assertIn("slow_part (record_target.py)", {x.replace(
+                os.path.join(harness.WORKLOADS, ""), "") for x in labels})
+
     def test_target_exit_leaves_a_complete_file(self):
         out = self.output("exit.txt")
         with harness.Target(self.python, "record_target.py", 1.5) as target:
