@@ -2,6 +2,7 @@
 // decoding a tiny function, and a plausibility-checked scan for the interpreter state.
 #include <cstring>
 
+#include "spyglass/process/bytes.hpp"
 #include "spyglass/python/discovery.hpp"
 
 namespace spyglass::python {
@@ -21,12 +22,7 @@ std::optional<int> small_number(std::span<const std::uint8_t> bytes, std::size_t
     return value;
 }
 
-template <class T>
-T load(const std::uint8_t* at) {
-    T value;
-    std::memcpy(&value, at, sizeof value);
-    return value;
-}
+using process::load;
 
 } // namespace
 

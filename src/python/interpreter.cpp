@@ -3,16 +3,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include "spyglass/process/bytes.hpp"
+
 namespace spyglass::python {
 
 namespace {
 
-template <class T>
-T load(const std::uint8_t* at) {
-    T value;
-    std::memcpy(&value, at, sizeof value);
-    return value;
-}
+using process::load;
 
 std::uint32_t max_present(std::initializer_list<std::uint32_t> offsets) {
     std::uint32_t end = 0;

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "spyglass/process/bytes.hpp"
 #include "spyglass/python/strings.hpp"
 
 namespace spyglass::python {
@@ -40,12 +41,7 @@ constexpr std::size_t kMaxLongDigits = 2048;
 constexpr std::size_t kMaxTypeName = 128;
 constexpr std::uint32_t kDecimalBase = 1000000000;
 
-template <class T>
-T load(const std::uint8_t* at) {
-    T value;
-    std::memcpy(&value, at, sizeof value);
-    return value;
-}
+using process::load;
 
 bool plausible(Address address) {
     return address != 0 && (address & 7) == 0;

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstring>
 
+#include "spyglass/process/bytes.hpp"
 #include "spyglass/python/objects.hpp"
 #include "spyglass/python/strings.hpp"
 
@@ -16,12 +17,7 @@ constexpr std::size_t kChunkEntries = 128;
 constexpr std::uint64_t kTpflagsManagedDict = 1u << 4;  // 3.11+
 constexpr std::uint64_t kTpflagsInlineValues = 1u << 2; // 3.13+
 
-template <class T>
-T load(const std::uint8_t* at) {
-    T value;
-    std::memcpy(&value, at, sizeof value);
-    return value;
-}
+using process::load;
 
 bool plausible(Address address) {
     return address != 0 && (address & 7) == 0;

@@ -5,18 +5,14 @@
 #include <limits>
 #include <unordered_map>
 
+#include "spyglass/process/bytes.hpp"
 #include "spyglass/python/interpreter.hpp"
 
 namespace spyglass::python {
 
 namespace {
 
-template <class T>
-T load(const std::uint8_t* at) {
-    T value;
-    std::memcpy(&value, at, sizeof value);
-    return value;
-}
+using process::load;
 
 // A set of frame addresses seen in this walk. Generation stamps make clearing free.
 class VisitedSet {

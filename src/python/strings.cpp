@@ -3,18 +3,15 @@
 #include <array>
 #include <cstring>
 
+#include "spyglass/process/bytes.hpp"
+
 namespace spyglass::python {
 
 namespace {
 
 constexpr std::size_t kProbe = 128; // one read covers the header and short strings
 
-template <class T>
-T load(const std::uint8_t* at) {
-    T value;
-    std::memcpy(&value, at, sizeof value);
-    return value;
-}
+using process::load;
 
 std::unexpected<ReadError> corrupt(Address address) {
     return std::unexpected(ReadError{Errc::corrupt, address});

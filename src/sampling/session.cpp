@@ -77,13 +77,18 @@ Result<void> Session::attach(pid_t pid) {
     if (!process) return std::unexpected(process.error());
     roots_.insert(pid);
     known_.insert(pid);
-    if (python_version_.empty()) python_version_ = (*process)->target().version.to_string();
-    for (const std::string& note : (*process)->target().notes)
+    add_sampler(std::move(*process));
+    return {};
+}
+
+void Session::add_sampler(std::unique_ptr<python::PythonProcess> process) {
+    pid_t pid = process->pid();
+    if (python_version_.empty()) python_version_ = process->target().version.to_string();
+    for (const std::string& note : process->target().notes)
         spdlog::info("process {}: {}", pid, note);
     pids_.push_back(pid);
-    samplers_.push_back(std::make_unique<ProcessSampler>(std::move(*process), frames_, stacks_,
+    samplers_.push_back(std::make_unique<ProcessSampler>(std::move(process), frames_, stacks_,
                                                          registry_, options_.sampler));
-    return {};
 }
 
 void Session::watch(pid_t pid, std::function<bool()> is_alive) {
@@ -125,12 +130,7 @@ bool Session::try_attach(pid_t pid, bool report_errors) {
     }
     pending_.erase(pid);
     discovered_.erase(pid);
-    if (python_version_.empty()) python_version_ = (*process)->target().version.to_string();
-    for (const std::string& note : (*process)->target().notes)
-        spdlog::info("process {}: {}", pid, note);
-    pids_.push_back(pid);
-    samplers_.push_back(std::make_unique<ProcessSampler>(std::move(*process), frames_, stacks_,
-                                                         registry_, options_.sampler));
+    add_sampler(std::move(*process));
     return true;
 }
 

@@ -347,8 +347,11 @@ TEST_P(Objects, LargeDictUsesWiderIndices) {
     EXPECT_EQ(reader_.int_value(*found), 299);
 }
 
-TEST_P(Objects, SplitTableDict) {
-    if (py2()) GTEST_SKIP() << "2.7 has no split tables";
+// Split tables (3.3+) and managed dicts (3.11+) only exist in some versions.
+class SplitTables : public Objects {};
+class ManagedDicts : public Objects {};
+
+TEST_P(SplitTables, SplitTableDict) {
     Address x = heap_.integer(10), y = heap_.integer(20);
     Address d = heap_.split_dict({"x", "y", "unset"}, {x, y, 0});
     EXPECT_EQ(reader_.dict_get(d, "y"), y);
@@ -364,9 +367,8 @@ TEST_P(Objects, InstanceAttributes) {
     EXPECT_EQ(reader_.type_name(obj), "Thread");
 }
 
-TEST_P(Objects, InstanceDictReplacedTheValues) {
+TEST_P(ManagedDicts, InstanceDictReplacedTheValues) {
     const PythonVersion& v = layout_.version;
-    if (!v.at_least(3, 11)) GTEST_SKIP() << "no managed dicts before 3.11";
     Address name = heap_.str("materialized");
     Address obj = heap_.instance("Thread", {"_name"}, {heap_.str("stale")});
     Address dict = heap_.dict({{heap_.str("_name"), name}}, true);
@@ -612,6 +614,13 @@ TEST_P(Objects, GarbageIsReadWithoutCrashingOrLooping) {
 INSTANTIATE_TEST_SUITE_P(Versions, Objects,
                          ::testing::Values(std::pair{2, 7}, std::pair{3, 6}, std::pair{3, 10},
                                            std::pair{3, 11}, std::pair{3, 12}, std::pair{3, 13}),
+                         version_name);
+INSTANTIATE_TEST_SUITE_P(Versions, SplitTables,
+                         ::testing::Values(std::pair{3, 6}, std::pair{3, 10}, std::pair{3, 11},
+                                           std::pair{3, 12}, std::pair{3, 13}),
+                         version_name);
+INSTANTIATE_TEST_SUITE_P(Versions, ManagedDicts,
+                         ::testing::Values(std::pair{3, 11}, std::pair{3, 12}, std::pair{3, 13}),
                          version_name);
 
 } // namespace

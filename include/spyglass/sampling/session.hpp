@@ -64,6 +64,7 @@ class Session {
 
   private:
     bool try_attach(pid_t pid, bool report_errors);
+    void add_sampler(std::unique_ptr<python::PythonProcess> process);
     void scan_children();
     bool anything_alive() const;
 
