@@ -40,7 +40,7 @@ void on_wake(int) {}
 // the clock's sleep: Ctrl-C, SIGTERM and SIGWINCH go to the main thread.
 class SessionWorker {
   public:
-    SessionWorker(sampling::Session& session, output::TopModel& model) {
+    SessionWorker(sampling::Session& session, output::TopModel& model, double rate_hz) {
         struct sigaction action {};
         action.sa_handler = on_wake;
         sigemptyset(&action.sa_mask);
@@ -49,8 +49,11 @@ class SessionWorker {
         sigfillset(&blocked);
         sigdelset(&blocked, kWakeSignal);
         pthread_sigmask(SIG_SETMASK, &blocked, &previous);
-        thread_ = std::thread([this, &session, &model] {
-            result_ = session.run(model, stop_, [&model](const sampling::Progress& progress) {
+        // Like the session's own totals at the end, a tick covers its whole period.
+        const auto period = static_cast<std::uint64_t>(1e9 / rate_hz);
+        thread_ = std::thread([this, &session, &model, period] {
+            result_ = session.run(model, stop_, [&model, period](sampling::Progress progress) {
+                if (progress.ticks > 0) progress.elapsed_ns += period;
                 model.progress(progress);
             });
             model.progress(result_.totals);
@@ -84,8 +87,8 @@ class SessionWorker {
     std::thread thread_;
 };
 
-// While the full-screen view shows, log messages would write over it: they are kept (the last
-// one shows in the view) and printed once the terminal is back.
+// While the full-screen view shows, log messages would write over it: they are kept (the latest
+// shows in the view for a while) and printed once the terminal is back.
 class LogCapture {
   public:
     LogCapture()
@@ -100,13 +103,14 @@ class LogCapture {
     LogCapture(const LogCapture&) = delete;
     LogCapture& operator=(const LogCapture&) = delete;
 
-    std::string last() {
-        auto lines = sink_->last_formatted(1);
-        if (lines.empty()) return {};
-        std::string line = lines.front();
-        while (!line.empty() && (line.back() == '\n' || line.back() == '\r'))
-            line.pop_back();
-        return line;
+    // The latest message, for a while after it came.
+    std::string recent() {
+        auto messages = sink_->last_raw(1);
+        if (messages.empty() || std::chrono::system_clock::now() - messages.front().time > 10s)
+            return {};
+        const auto& message = messages.front();
+        return fmt::format("spyglass: {}: {}", spdlog::level::to_string_view(message.level),
+                           std::string_view(message.payload.data(), message.payload.size()));
     }
     // Only once nothing logs from another thread any more.
     void restore() {
@@ -162,6 +166,7 @@ class TargetHeader {
     }
     const output::TopTarget& finish(const output::TopModel& model,
                                     const sampling::SessionResult& result) {
+        looked_up_ = looked_up_ || !result.python_version.empty();
         update(model);
         if (!result.python_version.empty()) target_.python_version = result.python_version;
         return target_;
@@ -207,7 +212,7 @@ int run_plain(Run& run) {
     TerminalSize size = ::isatty(1) != 0 ? terminal_size(1) : TerminalSize{};
     Printed printed = Printed::ok;
     {
-        SessionWorker worker(*run.started.session, run.model);
+        SessionWorker worker(*run.started.session, run.model, run.options.sampling.rate);
         auto delay = std::chrono::duration_cast<Clock::duration>(
             std::chrono::duration<double>(run.options.delay));
         Clock::time_point next = Clock::now() + delay;
@@ -237,11 +242,11 @@ int run_screen(Run& run, std::unique_ptr<output::TopScreen> screen, LogCapture& 
     TargetHeader header(run.options, run.started);
     const bool launched = run.started.child != nullptr;
     bool quit = false;
-    SessionWorker worker(*run.started.session, run.model);
+    SessionWorker worker(*run.started.session, run.model, run.options.sampling.rate);
     auto draw = [&](bool repaint) {
         const output::TopTarget& target = header.update(run.model);
         screen->draw(run.model.table(run.view.query), target, run.view, run.model.threads(),
-                     logs.last(), repaint);
+                     logs.recent(), repaint);
     };
     auto delay = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(run.options.delay));
@@ -284,6 +289,8 @@ int run_screen(Run& run, std::unique_ptr<output::TopScreen> screen, LogCapture& 
     logs.restore();
     if (result.end != sampling::SessionEnd::stopped) {
         // It ended by itself: what was on the screen stays readable.
+        run.model.set_paused(false);
+        run.view.paused = false;
         TerminalSize size = terminal_size(1);
         std::size_t rows = size.height > 12 ? size.height - 8 : 5;
         print(output::plain_table(run.model.table(run.view.query), header.finish(run.model, result),

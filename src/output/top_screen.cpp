@@ -1,0 +1,428 @@
+#include "spyglass/output/top_screen.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "spyglass/output/writer.hpp"
+
+// Without its macros, curses.h does not turn erase(), clear() or refresh() into macros that
+// break the standard library's members of the same names.
+#define NCURSES_NOMACROS
+#include <curses.h>
+
+namespace spyglass::output {
+
+namespace {
+
+struct Column {
+    const char* title;
+    int width;
+    bool in_narrow; // kept when the terminal is too narrow for every column
+};
+constexpr Column kColumns[] = {{"%Own", 6, true},     {"%Total", 7, true},
+                               {"OwnTime", 9, false}, {"TotalTime", 10, false},
+                               {"OnCPU", 6, true},    {"Function (file:line)", 0, true}};
+constexpr std::size_t kNumberColumns = 5;
+constexpr std::size_t kWideNameColumn = 6 + 1 + 7 + 1 + 9 + 1 + 10 + 1 + 6 + 2;
+constexpr std::size_t kMinLabel = 24; // narrower than this beside every column: drop the times
+
+bool narrow(std::size_t width) {
+    return width != 0 && width < kWideNameColumn + kMinLabel;
+}
+
+// Where each column starts (-1: not shown) and where the label starts.
+struct Layout {
+    int start[kNumberColumns + 1];
+};
+
+Layout layout(std::size_t width) {
+    Layout out{};
+    int at = 0;
+    for (std::size_t i = 0; i < kNumberColumns; ++i) {
+        if (narrow(width) && !kColumns[i].in_narrow) {
+            out.start[i] = -1;
+            continue;
+        }
+        out.start[i] = at;
+        at += kColumns[i].width + 1;
+    }
+    out.start[kNumberColumns] = at + 1;
+    return out;
+}
+
+std::string line_of(const std::string (&cells)[kNumberColumns], std::string_view label,
+                    std::size_t width) {
+    std::string out;
+    for (std::size_t i = 0; i < kNumberColumns; ++i) {
+        if (narrow(width) && !kColumns[i].in_narrow) continue;
+        if (!out.empty()) out += ' ';
+        out += fmt::format("{:>{}}", cells[i], kColumns[i].width);
+    }
+    out += "  ";
+    out += label;
+    return out;
+}
+
+constexpr const char* kHints = " q quit  h help  1-6 sort  l lines  i interval  t thread  "
+                               "c cpu/wall  p pause  r reset";
+
+std::string with_commas(std::uint64_t n) {
+    std::string digits = std::to_string(n), out;
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+        if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+        out.push_back(digits[i]);
+    }
+    return out;
+}
+
+std::string percent(std::uint64_t part, std::uint64_t whole) {
+    if (whole == 0) return "-";
+    return fmt::format("{:.1f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+}
+
+std::string duration(double s) {
+    if (s < 10) return fmt::format("{:.2f}s", s);
+    if (s < 100) return fmt::format("{:.1f}s", s);
+    if (s < 100000) return fmt::format("{:.0f}s", s);
+    return fmt::format("{:.0f}h", s / 3600);
+}
+
+std::string thread_label(const TopThread& thread, bool with_pid) {
+    std::string label = fmt::format("Thread {}", thread.info.tid);
+    if (!thread.info.name.empty()) label += fmt::format(" ({})", thread.info.name);
+    if (with_pid) label += fmt::format(" of pid {}", thread.info.pid);
+    return label;
+}
+
+std::string join(const std::vector<std::string>& words, const char* separator) {
+    std::string out;
+    for (const std::string& word : words) {
+        if (!out.empty()) out += separator;
+        out += word;
+    }
+    return out;
+}
+
+// One '?' per character the screen cannot show: the narrow ncurses shows ASCII only.
+std::string screen_text(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) {
+        auto byte = static_cast<unsigned char>(c);
+        if ((byte & 0xC0) == 0x80) continue;
+        out.push_back(byte >= 0x20 && byte < 0x7F ? c : '?');
+    }
+    return out;
+}
+
+} // namespace
+
+TopAction apply_key(TopView& view, int key, const std::vector<TopThread>& threads) {
+    if (key == 'q' || key == 'Q') return TopAction::quit;
+    if (key == kTopKeyResize) return TopAction::redraw;
+    if (view.help) {
+        view.help = false;
+        return TopAction::redraw;
+    }
+    TopQuery& query = view.query;
+    auto sort = static_cast<int>(query.sort);
+    switch (key) {
+    case '1':
+    case '2':
+    case '3':
+    case '4':
+    case '5':
+    case '6':
+        query.sort = static_cast<TopSort>(key - '1');
+        break;
+    case '<':
+        query.sort = static_cast<TopSort>((sort + kTopSortCount - 1) % kTopSortCount);
+        break;
+    case '>':
+        query.sort = static_cast<TopSort>((sort + 1) % kTopSortCount);
+        break;
+    case 'l':
+    case 'L':
+        query.by_line = !query.by_line;
+        break;
+    case 'i':
+    case 'I':
+        query.interval = !query.interval;
+        break;
+    case 'c':
+    case 'C':
+        query.view = query.view == sampling::SampleMode::wall ? sampling::SampleMode::cpu
+                                                              : sampling::SampleMode::wall;
+        break;
+    case 't':
+    case 'T': {
+        // All threads, then each thread in turn, then all again.
+        auto at = std::find_if(threads.begin(), threads.end(), [&](const TopThread& t) {
+            return query.thread && t.index == *query.thread;
+        });
+        std::ptrdiff_t position = at == threads.end() ? -1 : at - threads.begin();
+        auto count = static_cast<std::ptrdiff_t>(threads.size());
+        position = key == 't' ? position + 1 : (position < 0 ? count - 1 : position - 1);
+        if (position < 0 || position >= count)
+            query.thread.reset();
+        else
+            query.thread = threads[static_cast<std::size_t>(position)].index;
+        break;
+    }
+    case 'p':
+    case 'P':
+    case ' ':
+        view.paused = !view.paused;
+        return TopAction::pause;
+    case 'r':
+    case 'R':
+        return TopAction::reset;
+    case 'h':
+    case 'H':
+    case '?':
+        view.help = true;
+        break;
+    default:
+        return TopAction::none;
+    }
+    return TopAction::redraw;
+}
+
+std::vector<std::string> top_header(const TopTable& table, const TopTarget& target,
+                                    const TopView& view, const std::vector<TopThread>& threads) {
+    const TopStats& stats = table.stats;
+    std::vector<std::string> lines;
+
+    std::string process;
+    if (target.pids.empty()) {
+        process = "waiting for a Python interpreter";
+    } else {
+        std::vector<std::string> pids;
+        for (pid_t pid : target.pids)
+            pids.push_back(std::to_string(pid));
+        process = fmt::format("{} {}", pids.size() == 1 ? "pid" : "pids", join(pids, ", "));
+    }
+    std::string line = fmt::format("spyglass top  {}", process);
+    if (!target.python_version.empty()) line += "  Python " + target.python_version;
+    if (!target.command.empty()) line += "  " + join(target.command, " ");
+    lines.push_back(std::move(line));
+
+    double seconds = static_cast<double>(stats.elapsed_ns) / 1e9;
+    std::string rate = stats.session_ns == 0
+                           ? std::string("-")
+                           : fmt::format("{:.1f}", static_cast<double>(stats.session_ticks) * 1e9 /
+                                                       static_cast<double>(stats.session_ns));
+    std::string errors = with_commas(stats.errors);
+    if (stats.errors > 0) errors += fmt::format(" ({})", percent(stats.errors, stats.samples));
+    lines.push_back(fmt::format("{} {:.1f}s  Samples {}  Rate {} Hz (asked {:g})  Errors {}  "
+                                "Threads {} ({} on-CPU)",
+                                view.query.interval ? "Last" : "Elapsed", seconds,
+                                with_commas(stats.samples), rate, target.rate_hz, errors,
+                                stats.threads, stats.threads_on_cpu));
+
+    // With a thread filter, the GIL share is that thread's; else the share of the passes in
+    // which any thread held it.
+    std::string gil = view.query.thread ? percent(stats.gil, stats.samples)
+                                        : percent(stats.gil_ticks, stats.ticks);
+    line = fmt::format("On-CPU {}  Waiting {}  GIL {}", percent(stats.on_cpu, stats.samples),
+                       percent(stats.samples - stats.on_cpu, stats.samples), gil);
+    if (target.mode == sampling::SampleMode::cpu) line += "  (--mode cpu: running threads only)";
+    if (target.gil_only) line += "  (--gil: GIL holders only)";
+    lines.push_back(std::move(line));
+
+    std::string who = "All threads";
+    if (view.query.thread) {
+        who = fmt::format("Thread index {}", *view.query.thread);
+        for (const TopThread& thread : threads)
+            if (thread.index == *view.query.thread)
+                who = thread_label(thread, target.pids.size() > 1);
+    }
+    line = fmt::format("View {} | {} | {} | {} | Sort {}",
+                       view.query.view == sampling::SampleMode::cpu ? "cpu" : "wall",
+                       view.query.by_line ? "By line" : "By function",
+                       view.query.interval ? fmt::format("Last {:g}s", view.interval_s)
+                                           : std::string("Cumulative"),
+                       who, top_sort_name(view.query.sort));
+    if (view.paused) line += "  [paused]";
+    lines.push_back(std::move(line));
+    return lines;
+}
+
+std::string top_titles(std::size_t width, std::size_t* name_column) {
+    if (name_column != nullptr)
+        *name_column = static_cast<std::size_t>(layout(width).start[kNumberColumns]);
+    std::string cells[kNumberColumns];
+    for (std::size_t i = 0; i < kNumberColumns; ++i)
+        cells[i] = kColumns[i].title;
+    return line_of(cells, kColumns[kNumberColumns].title, width);
+}
+
+std::string top_row(const TopRow& row, const TopTable& table, bool full_filenames,
+                    std::size_t width) {
+    std::string cells[kNumberColumns] = {
+        percent(row.own, table.samples), percent(row.total, table.samples),
+        duration(static_cast<double>(row.own) * table.period_s),
+        duration(static_cast<double>(row.total) * table.period_s),
+        row.own == 0 ? std::string("-")
+                     : fmt::format("{:.0f}%", 100.0 * static_cast<double>(row.own_on_cpu) /
+                                                  static_cast<double>(row.own))};
+    std::size_t name_column = static_cast<std::size_t>(layout(width).start[kNumberColumns]);
+    std::size_t room = width == 0 ? std::numeric_limits<std::size_t>::max()
+                                  : (width > name_column + 1 ? width - name_column : 1);
+    std::string file = full_filenames || row.file.empty() ? row.file : short_filename(row.file);
+    return line_of(cells, fit_label(row.function, file, row.line, room), width);
+}
+
+std::vector<std::string> top_help() {
+    return {
+        "Keys",
+        "  1 2 3 4 5 6  sort by %Own, %Total, OwnTime, TotalTime, OnCPU, Function",
+        "  < >          sort by the previous / next column (arrow keys too)",
+        "  l            a row per line / per function",
+        "  i            the last refresh interval / everything since the start (or reset)",
+        "  t T          next / previous thread: all threads, then each thread in turn",
+        "  c            wall view (running and waiting) / cpu view (running only)",
+        "  p space      pause the display (sampling goes on)",
+        "  r            reset the counts",
+        "  h ?          this help; any key closes it",
+        "  q Ctrl-C     quit",
+        "",
+        "Columns",
+        "  %Own, OwnTime      samples where the function itself was running (innermost frame)",
+        "  %Total, TotalTime  samples where it was on the stack (once per sample if recursive)",
+        "  OnCPU              the share of its own samples whose thread was on a CPU; the",
+        "                     rest is waiting (I/O, locks, sleep, the GIL)",
+        "  GIL (header)       the share of passes in which some thread held the GIL",
+    };
+}
+
+std::string plain_table(const TopTable& table, const TopTarget& target, const TopView& view,
+                        const std::vector<TopThread>& threads, std::size_t width,
+                        std::size_t max_rows) {
+    std::string out;
+    for (const std::string& line : top_header(table, target, view, threads))
+        out += line + '\n';
+    out += '\n';
+    out += top_titles(width) + '\n';
+    std::size_t shown = max_rows == 0 ? table.rows.size() : std::min(max_rows, table.rows.size());
+    for (std::size_t i = 0; i < shown; ++i)
+        out += top_row(table.rows[i], table, view.full_filenames, width) + '\n';
+    if (table.rows.empty())
+        out += table.stats.waiting ? "(waiting for a Python interpreter)\n" : "(no samples)\n";
+    if (shown < table.rows.size())
+        out += fmt::format("({} more rows)\n", table.rows.size() - shown);
+    return out;
+}
+
+std::unique_ptr<TopScreen> TopScreen::open() {
+    // Keys come from the terminal even when stdin is something else.
+    std::FILE* input = isatty(0) != 0 ? stdin : std::fopen("/dev/tty", "r");
+    if (input == nullptr) return nullptr;
+    SCREEN* screen = newterm(nullptr, stdout, input);
+    if (screen == nullptr) {
+        if (input != stdin) std::fclose(input);
+        return nullptr;
+    }
+    set_term(screen);
+    cbreak(); // Ctrl-C stays a signal
+    noecho();
+    nonl();
+    keypad(stdscr, TRUE);
+    intrflush(stdscr, FALSE);
+    set_escdelay(25);
+    curs_set(0);
+    return std::unique_ptr<TopScreen>(new TopScreen(screen, input != stdin ? input : nullptr));
+}
+
+TopScreen::~TopScreen() {
+    endwin();
+    delscreen(static_cast<SCREEN*>(screen_));
+    if (input_ != nullptr) std::fclose(input_);
+}
+
+int TopScreen::read_key(int timeout_ms) {
+    wtimeout(stdscr, timeout_ms);
+    int key = wgetch(stdscr);
+    switch (key) {
+    case ERR:
+        return -1;
+    case KEY_RESIZE:
+        return kTopKeyResize;
+    case KEY_LEFT:
+        return '<';
+    case KEY_RIGHT:
+        return '>';
+    default:
+        return key;
+    }
+}
+
+void TopScreen::draw(const TopTable& table, const TopTarget& target, const TopView& view,
+                     const std::vector<TopThread>& threads, const std::string& message,
+                     bool repaint) {
+    int height = 0, width = 0;
+    getmaxyx(stdscr, height, width);
+    werase(stdscr);
+    auto put = [&](int y, std::string_view text, attr_t attributes) {
+        if (y < 0 || y >= height) return;
+        std::string shown = screen_text(text);
+        wattron(stdscr, attributes);
+        mvwaddnstr(stdscr, y, 0, shown.c_str(), width);
+        wattroff(stdscr, attributes);
+    };
+    int y = 0;
+    std::vector<std::string> header = top_header(table, target, view, threads);
+    for (std::size_t i = 0; i < header.size(); ++i)
+        put(y++, header[i], i == 0 ? A_BOLD : A_NORMAL);
+    ++y;
+
+    auto columns = static_cast<std::size_t>(std::max(width, 0));
+    const Layout positions = layout(columns);
+    const auto name_column = static_cast<std::size_t>(positions.start[kNumberColumns]);
+    std::string titles = top_titles(columns);
+    titles.resize(columns, ' ');
+    put(y, titles, A_REVERSE);
+    const auto sorted = static_cast<std::size_t>(view.query.sort);
+    int start = positions.start[sorted];
+    int length = kColumns[sorted].width != 0
+                     ? kColumns[sorted].width
+                     : static_cast<int>(std::string_view(kColumns[sorted].title).size());
+    if (start >= 0 && start < width)
+        mvwchgat(stdscr, y, start, std::min(length, width - start),
+                 A_REVERSE | A_BOLD | A_UNDERLINE, 0, nullptr);
+    ++y;
+
+    int bottom = height - 1 - (message.empty() ? 0 : 1);
+    if (view.help) {
+        for (const std::string& line : top_help())
+            if (y < bottom) put(y++, line, A_NORMAL);
+    } else if (table.rows.empty()) {
+        put(y, table.stats.waiting ? "  waiting for a Python interpreter..." : "  no samples yet",
+            A_NORMAL);
+    } else {
+        for (const TopRow& row : table.rows) {
+            if (y >= bottom) break;
+            std::string text = screen_text(top_row(row, table, view.full_filenames, columns));
+            put(y, text, A_NORMAL);
+            std::size_t name_end = text.find(" (", name_column);
+            if (name_end == std::string::npos) name_end = text.size();
+            if (name_end > name_column && name_column < columns)
+                mvwchgat(stdscr, y, static_cast<int>(name_column),
+                         static_cast<int>(std::min(name_end, columns) - name_column), A_BOLD, 0,
+                         nullptr);
+            ++y;
+        }
+    }
+    if (!message.empty()) put(height - 2, message, A_BOLD);
+    std::string hints = kHints;
+    hints.resize(static_cast<std::size_t>(std::max(width - 1, 0)), ' ');
+    put(height - 1, hints, A_REVERSE);
+    if (repaint) redrawwin(stdscr);
+    wrefresh(stdscr);
+}
+
+} // namespace spyglass::output
