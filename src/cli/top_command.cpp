@@ -21,8 +21,6 @@
 #include "spyglass/cli/signals.hpp"
 #include "spyglass/output/top_screen.hpp"
 #include "spyglass/output/writer.hpp"
-#include "spyglass/process/live_memory.hpp"
-#include "spyglass/python/discovery.hpp"
 
 namespace spyglass::cli {
 
@@ -137,8 +135,7 @@ TerminalSize terminal_size(int fd) {
     return {size.ws_col, size.ws_row};
 }
 
-// What the header says about the target. The session keeps the Python version to itself until
-// it ends, so it is discovered again, once, when the first process is sampled.
+// What the header says about the target.
 class TargetHeader {
   public:
     TargetHeader(const TopOptions& options, const Started& started) {
@@ -155,18 +152,11 @@ class TargetHeader {
     const output::TopTarget& update(const output::TopModel& model) {
         target_.pids = model.pids();
         if (target_.pids.empty() && fallback_ != 0) target_.pids = {fallback_};
-        if (!looked_up_ && !model.pids().empty()) {
-            looked_up_ = true;
-            pid_t pid = target_.pids.front();
-            process::LiveMemory memory(pid);
-            if (auto info = python::discover(pid, memory))
-                target_.python_version = info->version.to_string();
-        }
+        if (target_.python_version.empty()) target_.python_version = model.python_version();
         return target_;
     }
     const output::TopTarget& finish(const output::TopModel& model,
                                     const sampling::SessionResult& result) {
-        looked_up_ = looked_up_ || !result.python_version.empty();
         update(model);
         if (!result.python_version.empty()) target_.python_version = result.python_version;
         return target_;
@@ -175,7 +165,6 @@ class TargetHeader {
   private:
     output::TopTarget target_;
     pid_t fallback_ = 0;
-    bool looked_up_ = false;
 };
 
 enum class Printed : std::uint8_t { ok, closed, failed };

@@ -289,6 +289,11 @@ std::vector<TopThread> TopModel::threads() const {
     return threads_;
 }
 
+std::string TopModel::python_version() const {
+    std::lock_guard lock(mutex_);
+    return live_.latest.python_version;
+}
+
 std::vector<pid_t> TopModel::pids() const {
     std::lock_guard lock(mutex_);
     return pids_;

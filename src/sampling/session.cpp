@@ -238,6 +238,7 @@ SessionResult Session::run(SampleSink& sink, const std::atomic<int>& stop,
             break;
         }
         if (progress && now >= next_progress) {
+            if (totals.python_version.empty()) totals.python_version = python_version_;
             progress(totals);
             next_progress = now + kProgressIntervalNs;
         }
@@ -249,6 +250,7 @@ SessionResult Session::run(SampleSink& sink, const std::atomic<int>& stop,
         totals.elapsed_ns = totals.ticks == 0 ? 0 : totals.elapsed_ns + period;
     result.pids = pids_;
     result.python_version = python_version_;
+    totals.python_version = python_version_;
     return result;
 }
 

@@ -286,7 +286,7 @@ class TopScreenCase(harness.InterpreterCase):
         screen = self.wait_for_rows(tmux, lambda s: samples(s) >= 600, "600 samples")
         self.assertEqual(tmux.display("#{alternate_on}"), "1")
         self.assertEqual(tmux.display("#{cursor_flag}"), "0")
-        self.assertIn("pid %d" % target.pid, screen)
+        self.assertIn("pid %d  Python %d.%d." % ((target.pid,) + self.version()), screen)
         rows = parse_rows(screen)
         self.assertEqual(rows[0].function, "wait_here", screen)
         self.assertAlmostEqual(rows[0].own, 50, delta=10)

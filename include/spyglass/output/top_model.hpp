@@ -98,6 +98,7 @@ class TopModel final : public sampling::SampleSink {
     [[nodiscard]] TopTable table(const TopQuery& query) const;
     [[nodiscard]] std::vector<TopThread> threads() const; // by index
     [[nodiscard]] std::vector<pid_t> pids() const;        // in the order first seen
+    [[nodiscard]] std::string python_version() const;     // empty until a process is sampled
 
   private:
     struct Key {

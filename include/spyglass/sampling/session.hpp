@@ -34,7 +34,8 @@ struct Progress {
     std::uint64_t samples = 0;
     std::uint64_t errors = 0;
     std::size_t processes = 0;
-    bool waiting = false; // no Python process yet (launch mode)
+    bool waiting = false;       // no Python process yet (launch mode)
+    std::string python_version; // of the first process, once one is sampled
 };
 
 enum class SessionEnd : std::uint8_t { duration, stopped, targets_exited };
