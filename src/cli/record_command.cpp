@@ -27,15 +27,6 @@ std::string default_output_path(output::Format format) {
     return fmt::format("spyglass-{}.{}", stamp, extension);
 }
 
-std::string with_commas(std::uint64_t n) {
-    std::string digits = std::to_string(n), out;
-    for (std::size_t i = 0; i < digits.size(); ++i) {
-        if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-        out.push_back(digits[i]);
-    }
-    return out;
-}
-
 class StatusLine {
   public:
     StatusLine(double duration, double rate)
@@ -49,9 +40,9 @@ class StatusLine {
             p.waiting ? fmt::format("spyglass: {} waiting for a Python interpreter...", when)
                       : fmt::format("spyglass: {}  {} samples  {:.1f} Hz (of {:g})  {} errors  "
                                     "(Ctrl-C to stop)",
-                                    when, with_commas(p.samples),
+                                    when, output::with_commas(p.samples),
                                     elapsed > 0 ? static_cast<double>(p.ticks) / elapsed : 0.0,
-                                    rate_, with_commas(p.errors));
+                                    rate_, output::with_commas(p.errors));
         std::fprintf(stderr, "\r\033[K%s", text.c_str());
         shown_ = true;
     }
@@ -153,14 +144,14 @@ int run_record(const RecordOptions& options) {
         ending = result.pids.empty() ? "the command exited before its Python interpreter started; "
                  : started->child    ? "the command exited; "
                                      : "the target exited; ";
-    std::fprintf(stderr,
-                 "spyglass: %s%s samples in %.1f s at %.1f Hz (asked %g), %s late ticks, %s "
-                 "sampling errors (%.2f%%); wrote %s to %s\n",
-                 ending.c_str(), with_commas(aggregator.kept_samples()).c_str(), seconds, achieved,
-                 options.sampling.rate, with_commas(result.totals.late_ticks).c_str(),
-                 with_commas(result.totals.errors).c_str(), error_share,
-                 output::format_name(format),
-                 out->path() == "-" ? "standard output" : out->path().c_str());
+    std::fprintf(
+        stderr,
+        "spyglass: %s%s samples in %.1f s at %.1f Hz (asked %g), %s late ticks, %s "
+        "sampling errors (%.2f%%); wrote %s to %s\n",
+        ending.c_str(), output::with_commas(aggregator.kept_samples()).c_str(), seconds, achieved,
+        options.sampling.rate, output::with_commas(result.totals.late_ticks).c_str(),
+        output::with_commas(result.totals.errors).c_str(), error_share, output::format_name(format),
+        out->path() == "-" ? "standard output" : out->path().c_str());
     return finish(*started);
 }
 

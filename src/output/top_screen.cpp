@@ -70,15 +70,6 @@ std::string line_of(const std::string (&cells)[kNumberColumns], std::string_view
 constexpr const char* kHints = " q quit  h help  1-6 sort  l lines  i interval  t thread  "
                                "c cpu/wall  p pause  r reset";
 
-std::string with_commas(std::uint64_t n) {
-    std::string digits = std::to_string(n), out;
-    for (std::size_t i = 0; i < digits.size(); ++i) {
-        if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-        out.push_back(digits[i]);
-    }
-    return out;
-}
-
 std::string percent(std::uint64_t part, std::uint64_t whole) {
     if (whole == 0) return "-";
     return fmt::format("{:.1f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));

@@ -207,6 +207,15 @@ void DisplayFrames::stack(std::uint32_t thread, sampling::StackId stack, bool on
     }
 }
 
+std::string with_commas(std::uint64_t n) {
+    std::string digits = std::to_string(n), out;
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+        if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+        out.push_back(digits[i]);
+    }
+    return out;
+}
+
 Result<void> write_bytes(std::FILE* out, std::string_view bytes) {
     if (bytes.empty()) return {};
     errno = 0;

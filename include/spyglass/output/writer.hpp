@@ -104,4 +104,7 @@ Result<void> flush_output(std::FILE* out);
 // characters XML cannot carry with U+FFFD.
 void append_xml_escaped(std::string& out, std::string_view text);
 
+// 1234567 -> "1,234,567", for counts people read.
+std::string with_commas(std::uint64_t n);
+
 } // namespace spyglass::output
