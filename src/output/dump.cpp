@@ -3,19 +3,11 @@
 #include <fmt/format.h>
 
 #include "spyglass/output/json_writer.hpp"
+#include "spyglass/output/writer.hpp"
 
 namespace spyglass::output {
 
 namespace {
-
-std::string join(const std::vector<std::string>& words) {
-    std::string out;
-    for (const std::string& word : words) {
-        if (!out.empty()) out.push_back(' ');
-        out += word;
-    }
-    return out;
-}
 
 std::string thread_state(const sampling::ThreadSnapshot& thread) {
     std::string state = thread.on_cpu ? "active" : "idle";
@@ -29,7 +21,7 @@ std::string format_dump_text(const sampling::ProcessSnapshot& snapshot,
                              const sampling::FrameTable& frames) {
     std::string out;
     auto it = std::back_inserter(out);
-    fmt::format_to(it, "Process {}: {}\n", snapshot.pid, join(snapshot.command));
+    fmt::format_to(it, "Process {}: {}\n", snapshot.pid, join_words(snapshot.command));
     fmt::format_to(it, "Python {} ({})\n", snapshot.version.to_string(), snapshot.executable);
     for (const std::string& note : snapshot.notes)
         fmt::format_to(it, "note: {}\n", note);

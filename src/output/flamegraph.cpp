@@ -48,15 +48,6 @@ double percent(std::uint64_t part, std::uint64_t whole) {
     return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
 }
 
-std::string join(const std::vector<std::string>& words) {
-    std::string out;
-    for (const std::string& word : words) {
-        if (!out.empty()) out.push_back(' ');
-        out += word;
-    }
-    return out;
-}
-
 // As much of `text` as fits in `width` pixels (counting UTF-8 code points of an average
 // width), ".." appended when cut; empty when not even 3 characters fit.
 std::string fit_text(std::string_view text, double width, double font_size = kFontSize) {
@@ -260,7 +251,7 @@ class FlamegraphWriter final : public ProfileWriter {
             "<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"rgb(250,250,245)\"/>\n",
             kWidth, height);
         std::string command = profile.info.command.empty() ? std::string("(unknown command)")
-                                                           : join(profile.info.command);
+                                                           : join_words(profile.info.command);
         fmt::format_to(std::back_inserter(svg), "<text id=\"title\" x=\"{}\" y=\"24\">",
                        kWidth / 2);
         append_xml_escaped(svg, "spyglass: " + fit_text(command, kWidth - 260, kTitleFontSize));

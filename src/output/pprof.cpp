@@ -50,15 +50,6 @@ void add_num_label(pb::Sample* sample, std::int64_t key, std::int64_t num) {
     label->set_num(num);
 }
 
-std::string join(const std::vector<std::string>& words) {
-    std::string out;
-    for (const std::string& word : words) {
-        if (!out.empty()) out.push_back(' ');
-        out += word;
-    }
-    return out;
-}
-
 // Functions by (name, file, first line), locations by (function, line).
 class Locations {
   public:
@@ -162,7 +153,8 @@ class PprofWriter final : public ProfileWriter {
         pprof.set_duration_nanos(static_cast<std::int64_t>(info.duration_ns));
         pprof.set_default_sample_type(
             strings.id(info.mode == sampling::SampleMode::cpu ? "cpu" : "wall"));
-        if (!info.command.empty()) pprof.add_comment(strings.id("command: " + join(info.command)));
+        if (!info.command.empty())
+            pprof.add_comment(strings.id("command: " + join_words(info.command)));
         if (!info.python_version.empty())
             pprof.add_comment(strings.id("python: " + info.python_version));
         pprof.add_comment(strings.id(

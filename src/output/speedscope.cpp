@@ -37,15 +37,6 @@ struct ThreadProfile {
     std::uint64_t total = 0; // samples
 };
 
-std::string join(const std::vector<std::string>& words) {
-    std::string out;
-    for (const std::string& word : words) {
-        if (!out.empty()) out.push_back(' ');
-        out += word;
-    }
-    return out;
-}
-
 // Per thread, in the order of Profile::threads: the timeline in time order (consecutive
 // identical stacks merged), else the aggregated samples merged and sorted by their frames'
 // labels.
@@ -122,7 +113,7 @@ class SpeedscopeWriter final : public ProfileWriter {
         json.field("$schema", "https://www.speedscope.app/file-format-schema.json");
         json.field("exporter", "spyglass");
         json.field("name", profile.info.command.empty() ? std::string("spyglass profile")
-                                                        : join(profile.info.command));
+                                                        : join_words(profile.info.command));
         json.field("activeProfileIndex", static_cast<std::uint64_t>(active));
         json.key("shared").begin_object().key("frames").begin_array();
         for (std::size_t id = 0; id < display.size(); ++id) {

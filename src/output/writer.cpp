@@ -207,6 +207,15 @@ void DisplayFrames::stack(std::uint32_t thread, sampling::StackId stack, bool on
     }
 }
 
+std::string join_words(const std::vector<std::string>& words) {
+    std::string out;
+    for (const std::string& word : words) {
+        if (!out.empty()) out.push_back(' ');
+        out += word;
+    }
+    return out;
+}
+
 std::string with_commas(std::uint64_t n) {
     std::string digits = std::to_string(n), out;
     for (std::size_t i = 0; i < digits.size(); ++i) {

@@ -107,4 +107,7 @@ void append_xml_escaped(std::string& out, std::string_view text);
 // 1234567 -> "1,234,567", for counts people read.
 std::string with_commas(std::uint64_t n);
 
+// A command line for display: the words with one space between them.
+std::string join_words(const std::vector<std::string>& words);
+
 } // namespace spyglass::output
