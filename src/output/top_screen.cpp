@@ -5,6 +5,7 @@
 #include <limits>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include "spyglass/output/writer.hpp"
@@ -87,15 +88,6 @@ std::string thread_label(const TopThread& thread, bool with_pid) {
     if (!thread.info.name.empty()) label += fmt::format(" ({})", thread.info.name);
     if (with_pid) label += fmt::format(" of pid {}", thread.info.pid);
     return label;
-}
-
-std::string join(const std::vector<std::string>& words, const char* separator) {
-    std::string out;
-    for (const std::string& word : words) {
-        if (!out.empty()) out += separator;
-        out += word;
-    }
-    return out;
 }
 
 // One '?' per character the screen cannot show: the narrow ncurses shows ASCII only.
@@ -192,14 +184,12 @@ std::vector<std::string> top_header(const TopTable& table, const TopTarget& targ
     if (target.pids.empty()) {
         process = "waiting for a Python interpreter";
     } else {
-        std::vector<std::string> pids;
-        for (pid_t pid : target.pids)
-            pids.push_back(std::to_string(pid));
-        process = fmt::format("{} {}", pids.size() == 1 ? "pid" : "pids", join(pids, ", "));
+        process = fmt::format("{} {}", target.pids.size() == 1 ? "pid" : "pids",
+                              fmt::join(target.pids, ", "));
     }
     std::string line = fmt::format("spyglass top  {}", process);
     if (!target.python_version.empty()) line += "  Python " + target.python_version;
-    if (!target.command.empty()) line += "  " + join(target.command, " ");
+    if (!target.command.empty()) line += "  " + join_words(target.command);
     lines.push_back(std::move(line));
 
     double seconds = static_cast<double>(stats.elapsed_ns) / 1e9;
