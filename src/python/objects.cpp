@@ -164,14 +164,18 @@ std::optional<std::string> ObjectReader::type_name(Address object) {
 std::optional<std::int64_t> ObjectReader::int_value(Address object) {
     const TypeInfo* type = type_of(object);
     if (type == nullptr) return std::nullopt;
+    return int_value_as(object, *type);
+}
+
+std::optional<std::int64_t> ObjectReader::int_value_as(Address object, const TypeInfo& type) {
     const Layout& layout = target_.layout;
     bool py2 = layout.py2_strings;
-    if (type->kind == Kind::py2_int || (py2 && type->kind == Kind::boolean)) {
+    if (type.kind == Kind::py2_int || (py2 && type.kind == Kind::boolean)) {
         auto value = memory_.read_value<std::int64_t>(object + layout.off.int_value);
         if (!value) return std::nullopt;
         return *value;
     }
-    if (type->kind != Kind::long_ && type->kind != Kind::boolean) return std::nullopt;
+    if (type.kind != Kind::long_ && type.kind != Kind::boolean) return std::nullopt;
     auto number = read_long(memory_, layout, object, 4);
     if (!number || number->digits.size() != number->count) return std::nullopt;
     unsigned shift = layout.off.long_shift;
@@ -186,10 +190,15 @@ std::optional<std::int64_t> ObjectReader::int_value(Address object) {
 std::optional<std::string> ObjectReader::str_value(Address object, std::size_t max_chars) {
     const TypeInfo* type = type_of(object);
     if (type == nullptr) return std::nullopt;
+    return str_value_as(object, *type, max_chars);
+}
+
+std::optional<std::string> ObjectReader::str_value_as(Address object, const TypeInfo& type,
+                                                      std::size_t max_chars) {
     const Layout& layout = target_.layout;
     const LayoutOffsets& o = layout.off;
     std::string out;
-    if (layout.py2_strings && type->kind == Kind::unicode) {
+    if (layout.py2_strings && type.kind == Kind::unicode) {
         // 2.7 unicode: a length and a pointer to Py_UNICODE units (UCS-2 or UCS-4).
         auto length = memory_.read_value<std::int64_t>(object + o.py2_unicode_length);
         auto buffer = memory_.read_value<std::uint64_t>(object + o.py2_unicode_str);
@@ -202,7 +211,7 @@ std::optional<std::string> ObjectReader::str_value(Address object, std::size_t m
         if (take < static_cast<std::size_t>(*length)) out += "...";
         return out;
     }
-    if (type->kind != Kind::unicode && type->kind != Kind::py2_str) return std::nullopt;
+    if (type.kind != Kind::unicode && type.kind != Kind::py2_str) return std::nullopt;
     if (!read_str(memory_, layout, object, out, 0, max_chars, Overlong::truncate))
         return std::nullopt;
     return out;

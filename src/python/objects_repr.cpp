@@ -159,7 +159,7 @@ bool ObjectReader::render_value(Address object, const TypeInfo& type, std::strin
         return true;
     case Kind::boolean:
     case Kind::py2_int: {
-        auto value = int_value(object);
+        auto value = int_value_as(object, type);
         if (!value) return false;
         if (type.kind == Kind::boolean)
             out += *value != 0 ? "True" : "False";
@@ -283,7 +283,7 @@ bool ObjectReader::render_text(Address object, const TypeInfo& type, std::string
     std::string text;
     bool escape_high = type.kind != Kind::unicode;
     if (type.kind == Kind::unicode) {
-        auto value = str_value(object, take);
+        auto value = str_value_as(object, type, take);
         if (!value) return false;
         text = std::move(*value);
         if (take < total && text.size() >= 3) text.resize(text.size() - 3); // str_value's "..."

@@ -521,6 +521,22 @@ TEST_P(Objects, CorruptObjectsFailCleanly) {
     EXPECT_FALSE(reader_.type_name(heap_.object(type, 16)));
 }
 
+// The target frees an object between spyglass's read of its type and of its value: 2.7's int
+// free list then points ob_type at the next free int. The value read must use the type read once.
+TEST_P(Objects, ObjectFreedAfterItsTypeWasRead) {
+    for (bool text : {false, true}) {
+        Address object = text ? heap_.str("freed") : heap_.integer(42);
+        Address next_free = heap_.integer(7);
+        ASSERT_EQ(reader_.repr(object), text ? "'freed'" : "42"); // the type is now cached
+        std::uint64_t start = heap_.memory.read_calls();
+        heap_.memory.on_read([&](std::uint64_t done) {
+            if (done == start + 1) heap_.memory.put(object + heap_.o.object_type, next_free);
+        });
+        EXPECT_EQ(reader_.repr(object), text ? "'freed'" : "42");
+        heap_.memory.on_read(nullptr);
+    }
+}
+
 TEST_P(Objects, TypesFoundByNameWithoutSymbols) {
     Address one = heap_.integer(1), list = heap_.list({one, heap_.str("s")});
     heap_.target.types = TypeAddresses{};

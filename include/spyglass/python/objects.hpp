@@ -98,6 +98,11 @@ class ObjectReader {
 
     const TypeInfo* type_at(Address type);
     const TypeInfo* type_of(Address object);
+    // The value of `object` as the `type` already read from it: reading ob_type a second time
+    // races with the target freeing the object (2.7's int free list overwrites ob_type).
+    std::optional<std::int64_t> int_value_as(Address object, const TypeInfo& type);
+    std::optional<std::string> str_value_as(Address object, const TypeInfo& type,
+                                            std::size_t max_chars);
     void classify(TypeInfo& type) const; // sets kind and exact
 
     // The items of a PyDictKeysObject, with values from `values` (split tables and instance
