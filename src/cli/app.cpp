@@ -39,9 +39,12 @@ void add_sampling_options(CLI::App* command, SamplingOptions& options) {
     command->add_flag("--gil", options.gil, "Only samples of the thread holding the GIL");
     command->add_flag("-s,--subprocesses", options.subprocesses,
                       "Also sample child processes (and theirs) as they appear");
-    command->add_flag(
-        "-b,--blocking", options.blocking,
-        "Stop the threads at each sample for a consistent snapshot (slows the target)");
+    command->add_flag("-b,--blocking", options.blocking,
+                      "Pause each thread whose stack is read, for the length of the read "
+                      "(consistent, but slows the target)");
+    command->add_flag("--nonblocking", options.nonblocking,
+                      "Never pause a thread, not even one whose stack changes faster than it "
+                      "can be read (such samples are then counted as errors)");
     command->add_flag("-F,--function", options.function,
                       "Aggregate by function (its first line), not by the line being run");
     command->add_flag("--nolineno", options.nolineno, "Do not record line numbers");
@@ -78,7 +81,9 @@ int run_cli(int argc, char** argv) {
     dump_cmd->add_flag("-l,--locals", dump.locals,
                        "Also print each frame's arguments and local variables");
     dump_cmd->add_flag("-b,--blocking", dump.blocking,
-                       "Stop the threads while reading them, for a consistent snapshot");
+                       "Pause each thread while its stack (and --locals) is read");
+    dump_cmd->add_flag("--nonblocking", dump.nonblocking,
+                       "Never pause a thread, not even one whose stack cannot be read running");
 
     RecordOptions record;
     CLI::App* record_cmd = app.add_subcommand(

@@ -9,6 +9,10 @@
 namespace spyglass::cli {
 
 int run_dump(const DumpOptions& options) {
+    if (options.blocking && options.nonblocking) {
+        print_error("--blocking and --nonblocking contradict each other");
+        return 2;
+    }
     auto process = python::PythonProcess::attach(options.pid);
     if (!process) {
         print_error(process.error().message);
@@ -17,7 +21,9 @@ int run_dump(const DumpOptions& options) {
     sampling::FrameTable frames;
     sampling::SnapshotOptions snapshot_options;
     snapshot_options.locals = options.locals;
-    snapshot_options.blocking = options.blocking;
+    snapshot_options.pause = options.blocking      ? sampling::PauseMode::always
+                             : options.nonblocking ? sampling::PauseMode::never
+                                                   : sampling::PauseMode::when_torn;
     auto snapshot = sampling::take_snapshot(**process, frames, snapshot_options);
     if (!snapshot) {
         print_error(snapshot.error().message);

@@ -25,7 +25,11 @@ Result<Started> start_session(const SamplingOptions& options, sampling::FrameTab
     session_options.sampler.mode =
         options.mode == "cpu" ? sampling::SampleMode::cpu : sampling::SampleMode::wall;
     session_options.sampler.gil_only = options.gil;
-    session_options.sampler.blocking = options.blocking;
+    if (options.blocking && options.nonblocking)
+        return fail(Errc::invalid_argument, "--blocking and --nonblocking contradict each other");
+    session_options.sampler.pause = options.blocking      ? sampling::PauseMode::always
+                                    : options.nonblocking ? sampling::PauseMode::never
+                                                          : sampling::PauseMode::when_torn;
     session_options.sampler.stack.function_lines = options.function;
     session_options.sampler.stack.no_lines = options.nolineno;
 

@@ -9,6 +9,7 @@
 #include "spyglass/cli/options.hpp"
 #include "spyglass/cli/output_file.hpp"
 #include "spyglass/cli/signals.hpp"
+#include "spyglass/cli/summary.hpp"
 #include "spyglass/output/writer.hpp"
 #include "spyglass/sampling/aggregator.hpp"
 
@@ -144,13 +145,15 @@ int run_record(const RecordOptions& options) {
         ending = result.pids.empty() ? "the command exited before its Python interpreter started; "
                  : started->child    ? "the command exited; "
                                      : "the target exited; ";
+    if (std::string warning = pause_failure_warning(result.pauses); !warning.empty())
+        std::fprintf(stderr, "spyglass: warning: %s\n", warning.c_str());
     std::fprintf(
         stderr,
-        "spyglass: %s%s samples in %.1f s at %.1f Hz (asked %g), %s late ticks, %s "
-        "sampling errors (%.2f%%); wrote %s to %s\n",
-        ending.c_str(), output::with_commas(aggregator.kept_samples()).c_str(), seconds, achieved,
-        options.sampling.rate, output::with_commas(result.totals.late_ticks).c_str(),
-        output::with_commas(result.totals.errors).c_str(), error_share, output::format_name(format),
+        "spyglass: %s%s in %.1f s at %.1f Hz (asked %g), %s, %s (%.2f%%)%s; wrote %s to %s\n",
+        ending.c_str(), count_of(aggregator.kept_samples(), "sample").c_str(), seconds, achieved,
+        options.sampling.rate, count_of(result.totals.late_ticks, "late tick").c_str(),
+        count_of(result.totals.errors, "sampling error").c_str(), error_share,
+        pause_summary(result.pauses).c_str(), output::format_name(format),
         out->path() == "-" ? "standard output" : out->path().c_str());
     return finish(*started);
 }

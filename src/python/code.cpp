@@ -27,7 +27,7 @@ std::size_t code_header_size(const Layout& layout) noexcept {
          {o.object_type, o.var_size, o.code_firstlineno, o.code_filename, o.code_name,
           o.code_qualname, o.code_linetable, o.code_code, o.code_firsttraceable, o.code_argcount,
           o.code_nlocals, o.code_nlocalsplus, o.code_varnames, o.code_localsplusnames,
-          o.code_localspluskinds})
+          o.code_localspluskinds, o.code_flags})
         if (offset != kAbsent) end = std::max(end, offset + 8);
     return end;
 }
@@ -80,6 +80,7 @@ process::ReadStatus read_code(process::RemoteMemory& memory, const Layout& layou
         return s;
     out.first_line = out.fingerprint.first_line;
     out.argcount = load<std::int32_t>(header, o.code_argcount);
+    out.flags = load<std::int32_t>(header, o.code_flags);
     if (layout.frame_model == FrameModel::interpreter_frames) {
         if (out.fingerprint.size <= 0 || out.fingerprint.size > (1 << 28))
             return std::unexpected(ReadError{Errc::corrupt, code});

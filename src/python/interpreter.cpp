@@ -185,6 +185,24 @@ process::ReadStatus PythonProcess::read_threads_slowly(std::vector<ThreadRecord>
     return {};
 }
 
+process::ReadStatus PythonProcess::reread_thread(ThreadRecord& record) {
+    const LayoutOffsets& o = target_.layout.off;
+    std::uint8_t* buffer = tstate_buffer_.data();
+    if (auto status = memory_->read(record.tstate, buffer, tstate_read_size_); !status)
+        return status;
+    if (load<std::uint64_t>(buffer + o.tstate_interp) != record.interp)
+        return std::unexpected(ReadError{Errc::corrupt, record.tstate});
+    std::int8_t holds_gil = record.holds_gil;
+    decode_tstate(buffer, record.tstate, record.interp, record.interp_index, record);
+    if (record.holds_gil < 0) record.holds_gil = holds_gil;
+    if (record.cframe != 0 && o.cframe_current_frame != kAbsent) {
+        auto frame = memory_->read_value<std::uint64_t>(record.cframe + o.cframe_current_frame);
+        if (!frame) return std::unexpected(frame.error());
+        record.frame = *frame;
+    }
+    return {};
+}
+
 void PythonProcess::remember(const std::vector<ThreadRecord>& records) {
     cached_ = {};
     cached_.interps = interps_;
@@ -200,7 +218,7 @@ void PythonProcess::remember(const std::vector<ThreadRecord>& records) {
 // current frame and the GIL; then check that the lists still link up exactly as remembered.
 bool PythonProcess::read_threads_fast(std::vector<ThreadRecord>& out) {
     const LayoutOffsets& o = target_.layout.off;
-    const Cached& c = cached_;
+    Cached& c = cached_;
     const std::uint32_t interp_low = std::min(o.interp_next, o.interp_threads_head);
     const std::uint32_t interp_span =
         std::max(o.interp_next, o.interp_threads_head) + 8 - interp_low;
@@ -259,8 +277,17 @@ bool PythonProcess::read_threads_fast(std::vector<ThreadRecord>& out) {
             ThreadRecord& record = out.emplace_back();
             decode_tstate(bytes, c.tstates[t], c.interps[i], static_cast<std::uint32_t>(i), record);
             if (cframes && record.cframe != 0) {
-                if (record.cframe != c.cframes[t] || cframe_bytes[t] == nullptr) return false;
-                record.frame = load<std::uint64_t>(cframe_bytes[t]);
+                if (record.cframe == c.cframes[t] && cframe_bytes[t] != nullptr) {
+                    record.frame = load<std::uint64_t>(cframe_bytes[t]);
+                } else {
+                    // A new eval loop on the C stack (3.12: a generator sent to from C) has
+                    // its own cframe: read where it points, and batch it from now on.
+                    auto frame =
+                        memory_->read_value<std::uint64_t>(record.cframe + o.cframe_current_frame);
+                    if (!frame) return false;
+                    record.frame = *frame;
+                    cached_.cframes[t] = record.cframe;
+                }
             }
             if (record.holds_gil < 0 && gil_bytes[i] != nullptr)
                 record.holds_gil = decode_gil(gil_bytes[i], gils[i], c.interps[i], record.tstate);

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 #include "spyglass/process/bytes.hpp"
+#include "spyglass/process/checked.hpp"
 #include "spyglass/python/interpreter.hpp"
 
 namespace spyglass::python {
@@ -13,6 +15,7 @@ namespace spyglass::python {
 namespace {
 
 using process::load;
+using process::range_within;
 
 // A set of frame addresses seen in this walk. Generation stamps make clearing free.
 class VisitedSet {
@@ -60,7 +63,8 @@ class ObjectFrameWalker final : public StackWalker {
     ObjectFrameWalker(process::RemoteMemory& memory, const TargetInfo& target)
         : memory_(memory), layout_(target.layout), frame_type_(target.types.frame) {
         const LayoutOffsets& o = layout_.off;
-        read_size_ = std::max({o.frame_back, o.frame_code, o.frame_lasti}) + 8;
+        read_size_ = std::max({o.object_type, o.frame_back, o.frame_code, o.frame_lasti}) + 8;
+        single_.resize(read_size_);
         link_low_ = std::min(o.frame_back, o.frame_code);
         link_span_ = std::max(o.frame_back, o.frame_code) + 8 - link_low_;
     }
@@ -69,10 +73,12 @@ class ObjectFrameWalker final : public StackWalker {
         const LayoutOffsets& o = layout_.off;
         out.clear();
         visited_.reset();
+        out.head_slot = thread.tstate + o.tstate_frame;
+        out.head = thread.frame;
         std::vector<Address>& previous_chain = remembered(thread.tstate);
         bool speculated = speculate(previous_chain, thread.frame);
         std::size_t expected = 0; // where the next frame should be in previous_chain
-        std::uint8_t single[512];
+        std::uint8_t* single = single_.data();
         for (Address frame = thread.frame; frame != 0;) {
             if (out.depth == kMaxFrames)
                 return fail(out, StackEnd::too_deep, {Errc::corrupt, frame});
@@ -104,17 +110,21 @@ class ObjectFrameWalker final : public StackWalker {
             previous_chain.push_back(out.links[i].frame);
     }
 
-    // Each frame object again: same parent, same code.
+    // The thread's head pointer, then each frame object again: same parent, same code.
     void add_verification(const RawStack& stack, VerifyBatch& batch) const override {
+        batch.add(stack.head_slot, 8);
         for (std::uint32_t i = 0; i < stack.link_count; ++i)
             batch.add(stack.links[i].frame + link_low_, link_span_);
     }
 
     bool verify(const RawStack& stack, const VerifyBatch& batch) const override {
         const LayoutOffsets& o = layout_.off;
-        if (batch.regions.size() < stack.link_count) return false;
+        if (batch.regions.size() < stack.link_count + 1) return false;
+        if (load<std::uint64_t>(batch.bytes.data() + batch.regions[0].offset) != stack.head)
+            return false;
         for (std::uint32_t i = 0; i < stack.link_count; ++i) {
-            const std::uint8_t* bytes = batch.bytes.data() + batch.regions[i].offset - link_low_;
+            const std::uint8_t* bytes =
+                batch.bytes.data() + batch.regions[i + 1].offset - link_low_;
             if (load<std::uint64_t>(bytes + o.frame_back) != stack.links[i].previous ||
                 load<std::uint64_t>(bytes + o.frame_code) != stack.links[i].code)
                 return false;
@@ -160,6 +170,7 @@ class ObjectFrameWalker final : public StackWalker {
     const Layout& layout_;
     Address frame_type_;
     std::size_t read_size_;
+    std::vector<std::uint8_t> single_;           // one frame header, read_size_ bytes
     std::uint32_t link_low_ = 0, link_span_ = 0; // the bytes holding f_back and f_code
     VisitedSet visited_;
     std::unordered_map<Address, std::vector<Address>> chains_; // per thread state
@@ -179,6 +190,7 @@ class InterpreterFrameWalker final : public StackWalker {
         frame_read_size_ = std::max<std::size_t>(frame_read_size_, o.iframe_owner + 1);
         if (o.iframe_is_entry != kAbsent)
             frame_read_size_ = std::max<std::size_t>(frame_read_size_, o.iframe_is_entry + 1);
+        single_.resize(frame_read_size_);
         has_cstack_owner_ = o.owner_cstack != kAbsent;
     }
 
@@ -191,15 +203,22 @@ class InterpreterFrameWalker final : public StackWalker {
         next_older_ = 0;
 
         // The innermost frame: tstate->current_frame, or (3.11/3.12) cframe->current_frame,
-        // which read_threads already followed.
-        Address frame = thread.frame;
-        if (frame == 0) return;
+        // read again in the same call as the chunk: the frame the thread is in as the chunk is
+        // copied, not the one it was in when the thread list was read.
+        out.head_slot = thread.cframe != 0 && o.cframe_current_frame != kAbsent
+                            ? thread.cframe + o.cframe_current_frame
+                        : o.tstate_current_frame != kAbsent ? thread.tstate + o.tstate_current_frame
+                                                            : 0;
+        out.head = thread.frame;
+        if (thread.frame == 0) return;
         std::vector<Address>& outside = outside_frames(thread.tstate);
         speculated_.assign(outside.begin(), outside.end());
-        copy_current_chunk(thread);
+        if (auto fresh = copy_current_chunk(thread, out.head_slot)) out.head = *fresh;
+        Address frame = out.head;
         outside.clear(); // refilled with the frames this walk meets outside the chunks
+        if (frame == 0) return;
 
-        std::uint8_t single[256];
+        std::uint8_t* single = single_.data();
         while (frame != 0) {
             if (out.link_count == kMaxFrames)
                 return fail(out, StackEnd::too_deep, {Errc::corrupt, frame});
@@ -218,8 +237,9 @@ class InterpreterFrameWalker final : public StackWalker {
                 // datastack_top was read (it is above it, in the current chunk), or is in an
                 // older chunk (a deep stack). Generator frames live in heap objects.
                 if (single[o.iframe_owner] == o.owner_thread) {
-                    if (frame >= current_chunk_ + o.chunk_data &&
-                        frame + frame_read_size_ <= current_chunk_ + current_chunk_size_) {
+                    if (current_chunk_ != 0 && current_chunk_size_ > o.chunk_data &&
+                        range_within(frame, frame_read_size_, current_chunk_ + o.chunk_data,
+                                     current_chunk_size_ - o.chunk_data)) {
                         in_chunk = true;
                     } else if (copy_older_chunk(frame)) {
                         if (const std::uint8_t* copied = find_local(frame)) {
@@ -315,6 +335,7 @@ class InterpreterFrameWalker final : public StackWalker {
         std::size_t at;     // where they are in buffer_
     };
     static constexpr std::size_t kMaxChunkBytes = 64u << 20;
+    static constexpr std::size_t kChunkSlack = 2048; // room for frames pushed meanwhile
     static constexpr std::size_t kMaxChunks = 256;
 
     bool copy(Address base, std::size_t length) {
@@ -342,28 +363,41 @@ class InterpreterFrameWalker final : public StackWalker {
         return nullptr;
     }
 
-    // The used part of the current chunk, and the frames of the previous walk that were
-    // outside the chunks, in one call.
-    void copy_current_chunk(const ThreadRecord& thread) {
+    // The head pointer, the used part of the current chunk (and a little more, for frames
+    // pushed since the thread list was read), and the frames of the previous walk that were
+    // outside the chunks, in one call. Returns the head as read with the chunk.
+    std::optional<Address> copy_current_chunk(const ThreadRecord& thread, Address head_slot) {
         Address chunk = thread.datastack_chunk;
         Address top = thread.datastack_top;
         current_chunk_ = current_chunk_size_ = 0;
         speculated_read_ = false;
         // A chunk too short for its own header is not one (a torn or foreign read).
-        if (chunk == 0 || top < chunk + layout_.off.chunk_data || top - chunk > kMaxChunkBytes)
-            return;
+        if (chunk == 0 || top < chunk || top - chunk < layout_.off.chunk_data ||
+            top - chunk > kMaxChunkBytes)
+            return std::nullopt;
         std::size_t length = top - chunk;
+        if (auto known = chunk_sizes_.find(chunk);
+            known != chunk_sizes_.end() && known->second > length)
+            length += std::min<std::size_t>(kChunkSlack, known->second - length);
         if (buffer_.size() < length) buffer_.resize(length);
         speculated_bytes_.resize(speculated_.size() * frame_read_size_);
+        Address head = 0;
         ops_.clear();
+        if (head_slot != 0) ops_.push_back({head_slot, &head, sizeof head});
         ops_.push_back({chunk, buffer_.data(), length});
         for (std::size_t i = 0; i < speculated_.size(); ++i)
             ops_.push_back({speculated_[i], speculated_bytes_.data() + i * frame_read_size_,
                             frame_read_size_});
+        bool have_head = false;
+        const std::size_t head_ops = head_slot != 0 ? 2 : 1;
         if (memory_.read_many(ops_)) {
             speculated_read_ = true;
-        } else if (!memory_.read(chunk, buffer_.data(), length)) {
-            return;
+            have_head = head_slot != 0;
+        } else if (memory_.read_many(std::span(ops_).first(head_ops))) {
+            have_head = head_slot != 0;
+        } else {
+            length = top - chunk;
+            if (!memory_.read(chunk, buffer_.data(), length)) return std::nullopt;
         }
         chunks_.push_back({chunk, length, 0});
         next_older_ = load<std::uint64_t>(buffer_.data() + layout_.off.chunk_previous);
@@ -371,8 +405,12 @@ class InterpreterFrameWalker final : public StackWalker {
         current_chunk_ = chunk;
         current_chunk_size_ =
             load<std::uint64_t>(buffer_.data() + chunks_.back().at + layout_.off.chunk_size);
-        if (current_chunk_size_ < top - chunk || current_chunk_size_ > kMaxChunkBytes)
-            current_chunk_size_ = top - chunk;
+        if (current_chunk_size_ < length || current_chunk_size_ > kMaxChunkBytes)
+            current_chunk_size_ = length;
+        if (chunk_sizes_.size() > 4 * kMaxFrames) chunk_sizes_.clear();
+        chunk_sizes_[chunk] = current_chunk_size_;
+        if (!have_head) return std::nullopt;
+        return head;
     }
 
     // Older chunks hold the outer frames of a deep stack; copy the one holding `frame`.
@@ -384,40 +422,48 @@ class InterpreterFrameWalker final : public StackWalker {
             if (!memory_.read(chunk, header, sizeof header)) return false;
             Address previous = header[o.chunk_previous / 8];
             std::uint64_t size = header[o.chunk_size / 8];
-            // `top` of a chunk that is not the current one counts pointer slots from data[0].
-            std::uint64_t used = header[o.chunk_top / 8] * 8 + o.chunk_data;
-            if (frame >= chunk + o.chunk_data && frame < chunk + size) {
-                if (used > size) return false;
-                return copy(chunk, used);
+            if (size > kMaxChunkBytes || size <= o.chunk_data) return false;
+            if (range_within(frame, 1, chunk + o.chunk_data, size - o.chunk_data)) {
+                // `top` of a chunk that is not the current one counts pointer slots from
+                // data[0].
+                std::uint64_t slots = header[o.chunk_top / 8];
+                if (slots > (size - o.chunk_data) / 8) return false;
+                return copy(chunk, slots * 8 + o.chunk_data);
             }
             chunk = previous;
         }
         return false;
     }
 
+    // Whether a whole frame header at `frame` lies in the copied part of `chunk`, past its
+    // header. `frame` comes from the target: no sum here may wrap.
+    bool holds(const Chunk& chunk, Address frame) const noexcept {
+        std::uint64_t data = layout_.off.chunk_data;
+        auto start = process::checked_add(chunk.base, data);
+        return start && chunk.length > data &&
+               range_within(frame, frame_read_size_, *start, chunk.length - data);
+    }
+
     int chunk_of(Address frame) const {
         for (std::size_t c = 0; c < chunks_.size(); ++c)
-            if (frame >= chunks_[c].base + layout_.off.chunk_data &&
-                frame + frame_read_size_ <= chunks_[c].base + chunks_[c].length)
-                return static_cast<int>(c);
+            if (holds(chunks_[c], frame)) return static_cast<int>(c);
         return -1;
     }
 
     const std::uint8_t* find_local(Address frame) const {
-        for (const Chunk& chunk : chunks_) {
-            if (frame >= chunk.base + layout_.off.chunk_data &&
-                frame + frame_read_size_ <= chunk.base + chunk.length)
-                return buffer_.data() + chunk.at + (frame - chunk.base);
-        }
+        for (const Chunk& chunk : chunks_)
+            if (holds(chunk, frame)) return buffer_.data() + chunk.at + (frame - chunk.base);
         return nullptr;
     }
 
     process::RemoteMemory& memory_;
     const Layout& layout_;
     std::size_t frame_read_size_;
+    std::vector<std::uint8_t> single_; // one frame header read on its own
     bool has_cstack_owner_;
     Address next_older_ = 0;    // the chunk before the oldest one copied so far
     Address current_chunk_ = 0; // tstate->datastack_chunk, when copied
+    std::unordered_map<Address, std::uint64_t> chunk_sizes_;    // from their headers
     std::unordered_map<Address, std::vector<Address>> outside_; // per thread state
     std::vector<Address> speculated_; // outside frames of the previous walk
     std::vector<std::uint8_t> speculated_bytes_;

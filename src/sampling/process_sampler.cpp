@@ -2,8 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "spyglass/process/ptrace.hpp"
-
 namespace spyglass::sampling {
 
 namespace {
@@ -23,18 +21,30 @@ ProcessSampler::ProcessSampler(std::unique_ptr<python::PythonProcess> process, F
                                const SamplerOptions& options)
     : process_(std::move(process)), frames_(frames), stacks_(stacks), registry_(registry),
       options_(options), reader_(*process_, frames, options.stack),
-      objects_(process_->memory(), process_->target()),
+      objects_(process_->memory(), process_->target()), tracer_(process_->pid()),
       torn_marker_(frames.marker("<unreadable: the stack changed while it was read>")) {}
 
 ProcessSampler::~ProcessSampler() {
     const StackReadStats& s = reader_.stats();
     spdlog::info("process {}: {} stacks read in {} attempts ({} torn: {} unreadable, {} changed, "
-                 "{} bad code, {} bad offset), {} resolved from cache, {} code objects loaded "
-                 "({} reused addresses), {} remote reads, thread lists {} batched / {} walked",
+                 "{} bad code, {} bad offset, {} across a yield), {} resolved from cache, {} code "
+                 "objects loaded ({} reused addresses), {} remote reads, thread lists {} batched / "
+                 "{} walked, {} pauses, {} threads seized",
                  process_->pid(), s.stacks, s.attempts, s.torn_attempts, s.torn_unreadable,
-                 s.torn_changed, s.torn_bad_code, s.torn_bad_offset, s.resolved_hits, s.code_misses,
-                 s.code_stale, process_->memory().read_calls(), process_->fast_thread_reads(),
-                 process_->slow_thread_reads());
+                 s.torn_changed, s.torn_bad_code, s.torn_bad_offset, s.torn_suspended,
+                 s.resolved_hits, s.code_misses, s.code_stale, process_->memory().read_calls(),
+                 process_->fast_thread_reads(), process_->slow_thread_reads(), pause_stats_.pauses,
+                 tracer_.seized());
+}
+
+Result<void> ProcessSampler::check_pausing() {
+    if (auto probed = tracer_.probe(process_->pid()); !probed) {
+        if (probed.error() == process::PauseFailure::refused)
+            return fail(Errc::permission_denied, "--blocking cannot pause the threads: {}",
+                        tracer_.refusal());
+        return fail(Errc::process_gone, "process {} exited", process_->pid());
+    }
+    return {};
 }
 
 bool ProcessSampler::gone() const {
@@ -67,12 +77,6 @@ void ProcessSampler::name_threads(SampleSink& sink, std::uint64_t now_ns) {
 }
 
 bool ProcessSampler::sample(std::uint64_t now_ns, SampleSink& sink, PassStats& stats) {
-    process::ProcessPause pause;
-    if (options_.blocking) {
-        auto tids = process::list_tasks(process_->pid());
-        if (!tids) return !gone();
-        if (!pause.stop(*tids)) return !gone();
-    }
     if (auto status = process_->read_threads(records_); !status) {
         if (status.error().code == Errc::process_gone || gone()) return false;
         ++stats.failed_passes; // a thread was starting or exiting: try again next tick
@@ -141,7 +145,11 @@ bool ProcessSampler::sample(std::uint64_t now_ns, SampleSink& sink, PassStats& s
             sample.stack = thread.previous_stack;
             ++stats.reused;
         } else {
-            sample.outcome = reader_.read(record, frame_ids_);
+            bool paused = false;
+            sample.outcome =
+                read_stack(*process_, reader_, tracer_, options_.pause, record, frame_ids_,
+                           thread.needed_pause ? 0 : -1, pause_stats_, paused);
+            thread.needed_pause = paused && options_.pause == PauseMode::when_torn;
             if (sample.outcome == StackOutcome::gone) continue;
             if (sample.outcome == StackOutcome::torn) {
                 frame_ids_.assign(1, torn_marker_);

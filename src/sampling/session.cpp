@@ -35,15 +35,6 @@ std::uint64_t realtime_ns() {
            static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-// Sleeps until the absolute monotonic time, returning early (false) when a stop was requested.
-bool sleep_until(std::uint64_t deadline_ns, const std::atomic<int>& stop) {
-    timespec ts{static_cast<time_t>(deadline_ns / 1'000'000'000ull),
-                static_cast<long>(deadline_ns % 1'000'000'000ull)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR)
-        if (stop.load(std::memory_order_relaxed) > 0) return false;
-    return true;
-}
-
 bool alive(pid_t pid) {
     auto stat = process::read_stat(pid);
     return stat && stat->state != 'Z' && stat->state != 'X';
@@ -70,6 +61,22 @@ std::map<pid_t, pid_t> parents() {
 Session::Session(FrameTable& frames, StackTable& stacks, const SessionOptions& options)
     : frames_(frames), stacks_(stacks), options_(options) {}
 
+bool Session::sleep_until(std::uint64_t deadline_ns, const std::atomic<int>& stop) {
+    timespec ts{static_cast<time_t>(deadline_ns / 1'000'000'000ull),
+                static_cast<long>(deadline_ns % 1'000'000'000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+        if (process::take_tracee_events())
+            for (const auto& sampler : samplers_)
+                sampler->service_tracer();
+        if (stop.load(std::memory_order_relaxed) > 0) return false;
+    }
+    return true;
+}
+
+void Session::retire(ProcessSampler& sampler, SessionResult& result) {
+    result.pauses.merge(sampler.pause_stats());
+}
+
 Session::~Session() = default;
 
 Result<void> Session::attach(pid_t pid) {
@@ -78,6 +85,7 @@ Result<void> Session::attach(pid_t pid) {
     roots_.insert(pid);
     known_.insert(pid);
     add_sampler(std::move(*process));
+    if (options_.sampler.pause == PauseMode::always) return samplers_.back()->check_pausing();
     return {};
 }
 
@@ -225,7 +233,9 @@ SessionResult Session::run(SampleSink& sink, const std::atomic<int>& stop,
         PassStats& stats = result.stats;
         std::uint64_t before_samples = stats.samples, before_errors = stats.errors;
         std::erase_if(samplers_, [&](const std::unique_ptr<ProcessSampler>& sampler) {
-            return !sampler->sample(elapsed, sink, stats);
+            if (sampler->sample(elapsed, sink, stats)) return false;
+            retire(*sampler, result);
+            return true;
         });
         ++totals.ticks;
         totals.samples += stats.samples - before_samples;
@@ -248,6 +258,8 @@ SessionResult Session::run(SampleSink& sink, const std::atomic<int>& stop,
         totals.elapsed_ns = duration;
     else
         totals.elapsed_ns = totals.ticks == 0 ? 0 : totals.elapsed_ns + period;
+    for (const auto& sampler : samplers_)
+        retire(*sampler, result);
     result.pids = pids_;
     result.python_version = python_version_;
     totals.python_version = python_version_;

@@ -3,7 +3,7 @@
 #include <optional>
 
 #include "spyglass/process/procfs.hpp"
-#include "spyglass/process/ptrace.hpp"
+#include "spyglass/process/thread_tracer.hpp"
 
 namespace spyglass::sampling {
 
@@ -18,13 +18,12 @@ Result<ProcessSnapshot> take_snapshot(python::PythonProcess& process, FrameTable
     snapshot.python_binary = target.python_binary;
     snapshot.notes = target.notes;
 
-    process::ProcessPause pause;
-    if (options.blocking) {
-        auto tids = process::list_tasks(target.pid);
-        if (!tids) return std::unexpected(tids.error());
-        if (auto stopped = pause.stop(*tids); !stopped)
-            return fail(stopped.error(), "cannot stop the threads of process {}: {}", target.pid,
-                        errc_name(stopped.error()));
+    process::ThreadTracer tracer(target.pid);
+    if (options.pause == PauseMode::always) {
+        if (auto probed = tracer.probe(target.pid);
+            !probed && probed.error() == process::PauseFailure::refused)
+            return fail(Errc::permission_denied, "--blocking cannot pause the threads: {}",
+                        tracer.refusal());
     }
 
     std::vector<python::ThreadRecord> records;
@@ -64,11 +63,7 @@ Result<ProcessSnapshot> take_snapshot(python::PythonProcess& process, FrameTable
                 gil_holders[record.interp] = process.gil_holder(record.interp).value_or(0);
             thread.holds_gil = gil_holders[record.interp] == record.tstate;
         }
-        thread.outcome = reader.read(record, thread.frames);
-        if (thread.outcome == StackOutcome::gone)
-            return fail(Errc::process_gone, "process {} exited while it was being read",
-                        target.pid);
-        if (options.locals) {
+        const std::function<void()> read_locals = [&] {
             const python::RawStack& raw = reader.last_raw();
             for (std::uint32_t index : reader.kept_raw_indexes()) {
                 const python::RawFrame& frame = raw.frames[index];
@@ -76,6 +71,15 @@ Result<ProcessSnapshot> take_snapshot(python::PythonProcess& process, FrameTable
                 thread.locals.push_back(code ? objects.locals(frame, *code, options.max_value_chars)
                                              : std::vector<python::LocalVariable>{});
             }
+        };
+        thread.outcome =
+            read_stack(process, reader, tracer, options.pause, record, thread.frames, -1,
+                       snapshot.pauses, thread.paused, options.locals ? &read_locals : nullptr);
+        if (thread.outcome == StackOutcome::gone) {
+            if (!process::process_exists(target.pid))
+                return fail(Errc::process_gone, "process {} exited while it was being read",
+                            target.pid);
+            snapshot.threads.pop_back(); // that thread exited meanwhile
         }
     }
     return snapshot;

@@ -33,50 +33,24 @@ const python::CodeInfo* StackReader::code(process::Address address) const {
     return it == codes_.end() ? nullptr : &it->second.info;
 }
 
-StackOutcome StackReader::read(python::ThreadRecord thread, std::vector<FrameId>& out) {
+StackOutcome StackReader::read(python::ThreadRecord thread, std::vector<FrameId>& out,
+                               Attempt how) {
     ++stats_.stacks;
+    const int retries = how.retries >= 0 ? how.retries : options_.retries;
     StackOutcome outcome = StackOutcome::torn;
     for (int attempt = 0;; ++attempt) {
         ++stats_.attempts;
         process_.walker().walk(thread, raw_);
-        outcome = resolve(out);
+        outcome = resolve(out, how.thread_stopped);
         if (outcome == StackOutcome::ok || outcome == StackOutcome::gone) return outcome;
+        // A stack deeper than the frame limit is cut the same way each time: not a race.
+        if (raw_.end == python::StackEnd::too_deep) return outcome;
         ++stats_.torn_attempts;
-        if (attempt == options_.retries) return outcome;
-        if (!refresh(thread)) return StackOutcome::gone;
+        if (attempt >= retries) return outcome;
+        // The thread moved on: read the pointers the walk starts from again.
+        if (auto status = process_.reread_thread(thread); !status)
+            return status.error().code == Errc::process_gone ? StackOutcome::gone : outcome;
     }
-}
-
-// The thread moved on: reread the pointers the walk starts from.
-bool StackReader::refresh(python::ThreadRecord& thread) {
-    const python::LayoutOffsets& o = process_.layout().off;
-    process::RemoteMemory& memory = process_.memory();
-    auto gone = [](const ReadError& e) { return e.code == Errc::process_gone; };
-    std::uint32_t head = o.tstate_frame != python::kAbsent           ? o.tstate_frame
-                         : o.tstate_current_frame != python::kAbsent ? o.tstate_current_frame
-                                                                     : o.tstate_cframe;
-    auto word = memory.read_value<std::uint64_t>(thread.tstate + head);
-    if (!word) return !gone(word.error());
-    if (o.tstate_cframe != python::kAbsent && o.tstate_current_frame == python::kAbsent) {
-        thread.cframe = *word;
-        thread.frame = 0;
-        if (*word != 0) {
-            auto frame = memory.read_value<std::uint64_t>(*word + o.cframe_current_frame);
-            if (!frame) return !gone(frame.error());
-            thread.frame = *frame;
-        }
-    } else {
-        thread.frame = *word;
-    }
-    if (o.tstate_datastack_chunk != python::kAbsent) {
-        auto chunk = memory.read_value<std::uint64_t>(thread.tstate + o.tstate_datastack_chunk);
-        auto top = memory.read_value<std::uint64_t>(thread.tstate + o.tstate_datastack_top);
-        if (chunk && top) {
-            thread.datastack_chunk = *chunk;
-            thread.datastack_top = *top;
-        }
-    }
-    return true;
 }
 
 StackReader::CodeEntry* StackReader::load_code(process::Address address, ReadError& error) {
@@ -106,7 +80,7 @@ std::int32_t StackReader::line_of(CodeEntry& entry, std::int32_t offset) {
     return line;
 }
 
-StackOutcome StackReader::resolve(std::vector<FrameId>& out) {
+StackOutcome StackReader::resolve(std::vector<FrameId>& out, bool thread_stopped) {
     out.clear();
     kept_.clear();
     process::RemoteMemory& memory = process_.memory();
@@ -154,6 +128,26 @@ StackOutcome StackReader::resolve(std::vector<FrameId>& out) {
                       raw.flags)) *
               0x100000001b3ull;
     }
+    // A generator or coroutine frame has a caller only while it runs: a chain that ends at one
+    // was read across a yield (the generator's frame as suspended, the rest as running). A
+    // stopped thread can be in such a state only up to 3.11, where a generator driven from C
+    // on a thread with no Python frame has none; from 3.12 the C call pushes an entry frame
+    // first, and a stopped thread whose chain still ends so was stopped while its new eval
+    // loop's cframe->current_frame was not set yet (it points at a stale frame).
+    const bool entry_frames_on_c_stack = layout.off.owner_cstack != python::kAbsent;
+    // Frames outside the outermost one that is shown (not started yet) do not count as callers.
+    auto suspended_at = [&](std::uint32_t index) {
+        const python::RawFrame& raw = raw_.frames[index];
+        if (raw.flags & python::RawFrame::generator) return true;
+        auto it = codes_.find(raw.code);
+        return it != codes_.end() && (it->second.info.flags & python::kGeneratorCodeFlags) != 0;
+    };
+    auto ends_suspended = [&](std::uint32_t outermost_kept) {
+        if ((thread_stopped && !entry_frames_on_c_stack) || raw_.truncated() || raw_.depth == 0)
+            return false;
+        return suspended_at(raw_.depth - 1) || suspended_at(outermost_kept);
+    };
+    if (raw_.depth > 0 && ends_suspended(raw_.depth - 1)) return torn(stats_.torn_suspended);
     bool cacheable = !raw_.truncated();
     if (cacheable) {
         auto hit = resolved_.find(key);
@@ -167,6 +161,8 @@ StackOutcome StackReader::resolve(std::vector<FrameId>& out) {
                                     << 8 |
                                 raw.flags);
                 })) {
+            if (!hit->second.kept.empty() && ends_suspended(hit->second.kept.back()))
+                return torn(stats_.torn_suspended);
             ++stats_.resolved_hits;
             out = hit->second.frames;
             kept_ = hit->second.kept;
@@ -207,6 +203,7 @@ StackOutcome StackReader::resolve(std::vector<FrameId>& out) {
         out.push_back(truncated_marker_);
         return StackOutcome::truncated;
     }
+    if (!kept_.empty() && ends_suspended(kept_.back())) return torn(stats_.torn_suspended);
     if (resolved_.size() >= kMaxResolvedStacks) resolved_.clear();
     ResolvedStack& entry = resolved_[key];
     entry.raw.clear();

@@ -221,9 +221,14 @@ class FakePython {
         } else if (off().tstate_current_frame != python::kAbsent) {
             put<std::uint64_t>(tstate, off().tstate_current_frame, frame);
         } else {
-            Address cframe = alloc(64);
+            // One eval loop: its cframe stays, only its current frame changes.
+            std::uint64_t cframe = 0;
+            memory_->read(tstate + off().tstate_cframe, &cframe, sizeof cframe);
+            if (cframe == 0) {
+                cframe = alloc(64);
+                put<std::uint64_t>(tstate, off().tstate_cframe, cframe);
+            }
             put<std::uint64_t>(cframe, off().cframe_current_frame, frame);
-            put<std::uint64_t>(tstate, off().tstate_cframe, cframe);
         }
         if (current != nullptr) {
             put<std::uint64_t>(tstate, off().tstate_datastack_chunk, current->base);

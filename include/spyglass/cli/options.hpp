@@ -13,6 +13,7 @@ struct DumpOptions {
     bool json = false;
     bool locals = false;
     bool blocking = false;
+    bool nonblocking = false;
 };
 
 int run_dump(const DumpOptions& options);
@@ -27,6 +28,7 @@ struct SamplingOptions {
     bool gil = false;
     bool subprocesses = false;
     bool blocking = false;
+    bool nonblocking = false;
     bool function = false;
     bool nolineno = false;
     bool jitter = false;

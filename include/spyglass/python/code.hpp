@@ -35,12 +35,17 @@ struct CodeInfo {
     std::int32_t length = 0;          // bytes of co_code (<= 3.10) or code units (3.11+)
     std::int32_t first_traceable = 0; // 3.11+: offsets below it have not started running
     std::int32_t argcount = 0;
+    std::int32_t flags = 0;   // co_flags
     std::int32_t nlocals = 0; // co_nlocals (<= 3.10) or co_nlocalsplus (3.11+)
     Address local_names = 0;  // tuple: co_varnames (<= 3.10) or co_localsplusnames
     Address local_kinds = 0;  // bytes: co_localspluskinds (3.11+)
 };
 
 inline constexpr std::size_t kMaxLineTableBytes = 1u << 20;
+
+// co_flags of the code of generators, coroutines and async generators (the same values on
+// every version, 2.7 included). Such a frame has a caller only while it runs.
+inline constexpr std::int32_t kGeneratorCodeFlags = 0x20 | 0x80 | 0x100 | 0x200;
 
 // Reads and validates the code object at `code` (its type must be the code type when known).
 process::ReadStatus read_code(process::RemoteMemory& memory, const Layout& layout,

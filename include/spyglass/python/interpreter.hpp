@@ -63,6 +63,11 @@ class PythonProcess {
     // read fetches everything when the lists have not changed since the previous call.
     process::ReadStatus read_threads(std::vector<ThreadRecord>& out);
 
+    // Reads one thread state again (and, on 3.11 / 3.12, its cframe's current frame): the
+    // pointers a stack walk starts from, after the thread moved on. Keeps the GIL flag when the
+    // thread state does not carry it.
+    process::ReadStatus reread_thread(ThreadRecord& record);
+
     // How often read_threads could use its one-batch path, and how often it had to walk.
     [[nodiscard]] std::uint64_t fast_thread_reads() const noexcept { return fast_reads_; }
     [[nodiscard]] std::uint64_t slow_thread_reads() const noexcept { return slow_reads_; }

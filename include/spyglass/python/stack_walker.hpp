@@ -53,6 +53,11 @@ struct RawStack {
     std::uint32_t link_count = 0;
     StackEnd end = StackEnd::complete;
     ReadError error{Errc::bad_address, 0};
+    // Where the thread's innermost-frame pointer lives and what the walk started from: up to
+    // 3.10 the verification reads it again (a frame that has returned still holds a plausible
+    // f_back = NULL, so only the head tells a stale walk from a live one).
+    Address head_slot = 0;
+    Address head = 0;
 
     void clear() noexcept {
         depth = 0;

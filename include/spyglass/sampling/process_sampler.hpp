@@ -10,8 +10,10 @@
 #include <sys/types.h>
 
 #include "spyglass/process/procfs.hpp"
+#include "spyglass/process/thread_tracer.hpp"
 #include "spyglass/python/interpreter.hpp"
 #include "spyglass/python/objects.hpp"
+#include "spyglass/sampling/paused_read.hpp"
 #include "spyglass/sampling/sample.hpp"
 #include "spyglass/sampling/stack_reader.hpp"
 
@@ -20,7 +22,7 @@ namespace spyglass::sampling {
 struct SamplerOptions {
     SampleMode mode = SampleMode::wall;
     bool gil_only = false;
-    bool blocking = false;  // stop the threads for each pass
+    PauseMode pause = PauseMode::when_torn;
     bool reuse_idle = true; // reuse the stack of a thread that has not run since its last sample
     StackReadOptions stack;
 };
@@ -68,6 +70,12 @@ class ProcessSampler {
     // One pass at `now_ns` (since the recording started). False once the process is gone.
     bool sample(std::uint64_t now_ns, SampleSink& sink, PassStats& stats);
 
+    // --blocking: whether threads can be paused at all (another tracer, no permission).
+    Result<void> check_pausing();
+    // Answers stops of paused threads that nobody asked for (signals, group stops, exits).
+    void service_tracer() noexcept { tracer_.service(); }
+    [[nodiscard]] const PauseStats& pause_stats() const noexcept { return pause_stats_; }
+
     [[nodiscard]] pid_t pid() const noexcept { return process_->pid(); }
     [[nodiscard]] python::PythonProcess& process() noexcept { return *process_; }
     [[nodiscard]] const StackReader& reader() const noexcept { return reader_; }
@@ -84,6 +92,7 @@ class ProcessSampler {
         python::Address previous_frame = 0;
         StackId previous_stack = 0;
         std::uint64_t generation = 0;
+        bool needed_pause = false; // its previous read could only be made with a pause
         bool named = false;
     };
     bool gone() const;
@@ -96,6 +105,8 @@ class ProcessSampler {
     SamplerOptions options_;
     StackReader reader_;
     python::ObjectReader objects_;
+    process::ThreadTracer tracer_;
+    PauseStats pause_stats_;
     FrameId torn_marker_;
     std::vector<python::ThreadRecord> records_;
     std::vector<FrameId> frame_ids_;

@@ -44,6 +44,7 @@ struct SessionResult {
     SessionEnd end = SessionEnd::duration;
     Progress totals;
     PassStats stats;
+    PauseStats pauses;
     std::vector<pid_t> pids;    // every process that was sampled
     std::string python_version; // of the first process
     std::uint64_t start_unix_ns = 0;
@@ -65,6 +66,10 @@ class Session {
 
   private:
     bool try_attach(pid_t pid, bool report_errors);
+    // Sleeps until the absolute monotonic time, answering traced threads' stops meanwhile;
+    // false when a stop was requested.
+    bool sleep_until(std::uint64_t deadline_ns, const std::atomic<int>& stop);
+    void retire(ProcessSampler& sampler, SessionResult& result);
     void add_sampler(std::unique_ptr<python::PythonProcess> process);
     void scan_children();
     bool anything_alive() const;

@@ -10,13 +10,14 @@
 #include "spyglass/python/interpreter.hpp"
 #include "spyglass/python/objects.hpp"
 #include "spyglass/sampling/frame_table.hpp"
+#include "spyglass/sampling/paused_read.hpp"
 #include "spyglass/sampling/stack_reader.hpp"
 
 namespace spyglass::sampling {
 
 struct SnapshotOptions {
-    bool locals = false;   // read each frame's local variables
-    bool blocking = false; // stop the threads while reading (consistent, briefly pauses them)
+    bool locals = false; // read each frame's local variables
+    PauseMode pause = PauseMode::when_torn;
     std::size_t max_value_chars = 120;
 };
 
@@ -29,6 +30,7 @@ struct ThreadSnapshot {
     bool holds_gil = false;
     std::uint32_t interp_index = 0;
     StackOutcome outcome = StackOutcome::ok;
+    bool paused = false;                                    // stopped for the read
     std::vector<FrameId> frames;                            // innermost first
     std::vector<std::vector<python::LocalVariable>> locals; // per frame, with --locals
 };
@@ -41,6 +43,7 @@ struct ProcessSnapshot {
     std::string python_binary;
     std::vector<std::string> notes;
     std::vector<ThreadSnapshot> threads;
+    PauseStats pauses;
 };
 
 Result<ProcessSnapshot> take_snapshot(python::PythonProcess& process, FrameTable& frames,

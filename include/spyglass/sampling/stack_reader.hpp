@@ -32,8 +32,10 @@ struct StackReadStats {
     std::uint64_t attempts = 0;
     std::uint64_t torn_attempts = 0;
     // Why attempts were torn: the verification read failed, a link changed, a code object did
-    // not validate, an instruction offset was outside its code.
-    std::uint64_t torn_unreadable = 0, torn_changed = 0, torn_bad_code = 0, torn_bad_offset = 0;
+    // not validate, an instruction offset was outside its code, the chain ended at a generator
+    // or coroutine frame with no caller (it yielded while it was read).
+    std::uint64_t torn_unreadable = 0, torn_changed = 0, torn_bad_code = 0, torn_bad_offset = 0,
+                  torn_suspended = 0;
     std::uint64_t code_misses = 0;
     std::uint64_t code_stale = 0;    // a cached code object whose address was reused
     std::uint64_t resolved_hits = 0; // stacks whose frames came from the resolved-stack cache
@@ -43,8 +45,19 @@ class StackReader {
   public:
     StackReader(python::PythonProcess& process, FrameTable& frames, StackReadOptions options);
 
+    // How a stack is read: `thread_stopped` when the thread cannot run meanwhile (paused, or
+    // stopped by a signal), so that what is read is one moment of it; `retries` overrides the
+    // options' count of extra attempts for a torn read.
+    struct Attempt {
+        bool thread_stopped = false;
+        int retries = -1;
+    };
+
     // Reads the stack of `thread` into `out` (innermost first).
-    StackOutcome read(python::ThreadRecord thread, std::vector<FrameId>& out);
+    StackOutcome read(python::ThreadRecord thread, std::vector<FrameId>& out, Attempt attempt);
+    StackOutcome read(python::ThreadRecord thread, std::vector<FrameId>& out) {
+        return read(thread, out, Attempt{});
+    }
 
     // The raw frames of the last read, aligned with what `out` received for frames that were
     // kept (incomplete frames are skipped): for --locals.
@@ -63,12 +76,11 @@ class StackReader {
         StringId file = 0;
         std::unordered_map<std::int32_t, std::int32_t> lines; // offset -> line
     };
-    StackOutcome resolve(std::vector<FrameId>& out);
+    StackOutcome resolve(std::vector<FrameId>& out, bool thread_stopped);
     static StackOutcome torn(std::uint64_t& reason) noexcept {
         ++reason;
         return StackOutcome::torn;
     }
-    bool refresh(python::ThreadRecord& thread);
     CodeEntry* load_code(process::Address address, ReadError& error);
     std::int32_t line_of(CodeEntry& entry, std::int32_t offset);
 

@@ -1,0 +1,76 @@
+// Pausing one thread of another process for as short a time as possible. A thread is seized
+// (PTRACE_SEIZE) the first time it must be paused and stays seized for the tracer's life, so a
+// pause is one PTRACE_INTERRUPT, one wait and one PTRACE_CONT. SEIZE sends no SIGSTOP: if
+// spyglass dies, the kernel detaches every thread and the target runs on.
+//
+// A seized thread stops for every signal it receives until its tracer lets it go on, so the
+// tracer must answer promptly: it installs a SIGCHLD handler (SA_RESTART, so that only sleeps are
+// cut short) and whoever sleeps on the sampling thread calls service() when
+// take_tracee_events() says something happened. Signals are passed on at once, never swallowed;
+// a group stop (SIGSTOP, Ctrl-Z) is kept, as the user asked; exits are reaped.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <string>
+#include <unordered_map>
+
+#include <sys/types.h>
+
+namespace spyglass::process {
+
+enum class PauseFailure : std::uint8_t {
+    gone,      // the thread exited
+    refused,   // ptrace said no: another tracer is attached, or no permission
+    timed_out, // the thread did not stop in time (it will be let go when it does)
+};
+
+const char* pause_failure_name(PauseFailure failure) noexcept;
+
+class ThreadTracer {
+  public:
+    // `pid` is the process whose threads are paused.
+    explicit ThreadTracer(pid_t pid) noexcept;
+    ~ThreadTracer(); // lets every seized thread go, running (or stopped, if the user stopped it)
+    ThreadTracer(const ThreadTracer&) = delete;
+    ThreadTracer& operator=(const ThreadTracer&) = delete;
+
+    // Stops `tid` and waits until it has stopped: it executes nothing until resume(tid).
+    std::expected<void, PauseFailure> pause(pid_t tid) noexcept;
+    // Lets a thread paused by pause() run again (or stay in the group stop it is in).
+    void resume(pid_t tid) noexcept;
+
+    // Answers the stops nobody asked for: passes signals on, keeps group stops, reaps exits.
+    void service() noexcept;
+
+    // Seizes `tid` without stopping it, to learn early whether pausing is possible at all.
+    std::expected<void, PauseFailure> probe(pid_t tid) noexcept;
+
+    // Why the last refusal happened, for the user ("process 12 is traced by strace (pid 40)").
+    [[nodiscard]] const std::string& refusal() const noexcept { return refusal_; }
+    [[nodiscard]] std::size_t seized() const noexcept { return tracees_.size(); }
+    [[nodiscard]] pid_t pid() const noexcept { return pid_; }
+
+  private:
+    struct Tracee {
+        bool paused = false;        // stopped by pause(), not yet resumed
+        bool group_stopped = false; // in a group stop (SIGSTOP): PTRACE_LISTEN, never CONT
+        bool interrupt_pending = false;
+    };
+    enum class Event : std::uint8_t { none, signal_passed, interrupted, group_stop, exited };
+    std::expected<void, PauseFailure> seize(pid_t tid) noexcept;
+    // Consumes one wait status of `tid` without blocking; passes a signal on at once.
+    Event consume(pid_t tid, Tracee& tracee) noexcept;
+    void detach(pid_t tid, Tracee& tracee) noexcept;
+    void note_refusal(pid_t tid, int err);
+
+    pid_t pid_;
+    bool leader_is_our_child_ = false; // launch mode: the leader's exit is the launcher's to reap
+    std::unordered_map<pid_t, Tracee> tracees_;
+    std::string refusal_;
+};
+
+// True (once) when a traced thread has changed state since the last call: call service().
+bool take_tracee_events() noexcept;
+
+} // namespace spyglass::process

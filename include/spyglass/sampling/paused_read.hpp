@@ -1,0 +1,61 @@
+// Reading a thread's stack with the pause policy: without stopping it by default, and when the
+// stack stays torn after the retries, stopping that one thread for the length of one read
+// (--blocking: every read; --nonblocking: never). Shared by record, top and dump.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "spyglass/process/thread_tracer.hpp"
+#include "spyglass/python/interpreter.hpp"
+#include "spyglass/sampling/stack_reader.hpp"
+
+namespace spyglass::sampling {
+
+enum class PauseMode : std::uint8_t {
+    never,     // --nonblocking: torn stacks are reported as they are
+    when_torn, // default: pause a thread only when its stack cannot be read running
+    always,    // --blocking: pause every thread whose stack is read
+};
+
+// Durations in log-linear buckets (16 per power of two: within 6%), for p50 / p99 / max.
+class LatencyHistogram {
+  public:
+    void record(std::uint64_t ns) noexcept;
+    [[nodiscard]] std::uint64_t count() const noexcept { return count_; }
+    [[nodiscard]] std::uint64_t max() const noexcept { return max_; }
+    // The value below which `fraction` (0..1) of the durations fall (bucket upper bound).
+    [[nodiscard]] std::uint64_t quantile(double fraction) const noexcept;
+    void merge(const LatencyHistogram& other) noexcept;
+
+  private:
+    static constexpr unsigned kSub = 16;
+    std::array<std::uint64_t, 64 * kSub> buckets_{};
+    std::uint64_t count_ = 0;
+    std::uint64_t max_ = 0;
+};
+
+struct PauseStats {
+    std::uint64_t pauses = 0;    // threads stopped for a read
+    std::uint64_t failed = 0;    // pauses that were needed but could not be made
+    std::uint64_t timed_out = 0; // of which: the thread did not stop in time
+    std::uint64_t refused = 0;   // of which: ptrace refused (another tracer, no permission)
+    LatencyHistogram durations;  // from the interrupt to the thread running again
+    std::string refusal;         // why ptrace refused, once it did
+    void merge(const PauseStats& other);
+};
+
+// Reads `record`'s stack under `mode`. `retries` overrides the reader's retry count (a thread
+// whose previous read needed a pause is not retried at length before it is paused again).
+// Sets `paused` when the thread was stopped for the read. `while_stopped`, if given, runs
+// after the read that produced the result, while the thread is still stopped if it was
+// (dump --locals reads the frames' variables there).
+StackOutcome read_stack(python::PythonProcess& process, StackReader& reader,
+                        process::ThreadTracer& tracer, PauseMode mode, python::ThreadRecord record,
+                        std::vector<FrameId>& out, int retries, PauseStats& stats, bool& paused,
+                        const std::function<void()>* while_stopped = nullptr);
+
+} // namespace spyglass::sampling

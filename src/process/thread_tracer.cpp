@@ -1,0 +1,292 @@
+#include "spyglass/process/thread_tracer.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+#include <vector>
+
+#include <fmt/format.h>
+#include <sched.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "spyglass/process/procfs.hpp"
+
+namespace spyglass::process {
+
+namespace {
+
+constexpr std::uint64_t kPauseTimeoutNs = 50'000'000;   // a running thread stops in microseconds
+constexpr std::uint64_t kDetachTimeoutNs = 500'000'000; // before giving a thread up as stuck
+
+std::atomic<bool> tracee_events{false};
+
+void on_child_signal(int) {
+    tracee_events.store(true, std::memory_order_relaxed);
+}
+
+void install_child_handler() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        struct sigaction action {};
+        action.sa_handler = on_child_signal;
+        // SA_RESTART: reads and writes carry on; clock_nanosleep is cut short regardless,
+        // which is what wakes the sampling thread. No SA_NOCLDSTOP: tracee stops must wake it.
+        action.sa_flags = SA_RESTART;
+        sigemptyset(&action.sa_mask);
+        sigaction(SIGCHLD, &action, nullptr);
+    });
+}
+
+std::uint64_t monotonic_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull +
+           static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+// Waits a little between polls: yield first (the thread usually stops within microseconds),
+// then sleep in short steps.
+void back_off(unsigned& polls) {
+    if (++polls < 64) {
+        sched_yield();
+        return;
+    }
+    timespec step{0, 20'000};
+    nanosleep(&step, nullptr);
+}
+
+bool is_stop_signal(int sig) {
+    return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+// Threads that could not be let go before their tracer was destroyed (they did not stop in
+// time): they are detached whenever they do stop.
+std::mutex leftovers_mutex;
+std::vector<pid_t> leftovers;
+
+void service_leftovers() noexcept {
+    std::lock_guard lock(leftovers_mutex);
+    std::erase_if(leftovers, [](pid_t tid) {
+        int status = 0;
+        pid_t got = ::waitpid(tid, &status, WNOHANG | __WALL);
+        if (got == 0) return false;
+        if (got < 0 || WIFEXITED(status) || WIFSIGNALED(status)) return true;
+        int sig = WSTOPSIG(status);
+        bool signal_stop = (status >> 16) == 0;
+        ::ptrace(PTRACE_DETACH, tid, nullptr,
+                 reinterpret_cast<void*>(static_cast<long>(signal_stop ? sig : 0)));
+        return true;
+    });
+}
+
+} // namespace
+
+const char* pause_failure_name(PauseFailure failure) noexcept {
+    switch (failure) {
+    case PauseFailure::gone:
+        return "the thread exited";
+    case PauseFailure::refused:
+        return "ptrace refused";
+    case PauseFailure::timed_out:
+        return "the thread did not stop in time";
+    }
+    return "?";
+}
+
+bool take_tracee_events() noexcept {
+    bool events = tracee_events.exchange(false, std::memory_order_relaxed);
+    if (events) service_leftovers();
+    return events;
+}
+
+ThreadTracer::ThreadTracer(pid_t pid) noexcept : pid_(pid) {
+    auto stat = read_stat(pid);
+    leader_is_our_child_ = stat && stat->ppid == ::getpid();
+}
+
+ThreadTracer::~ThreadTracer() {
+    for (auto& [tid, tracee] : tracees_)
+        detach(tid, tracee);
+}
+
+void ThreadTracer::note_refusal(pid_t tid, int err) {
+    std::string status =
+        read_small_file(fmt::format("/proc/{}/task/{}/status", pid_, tid)).value_or("");
+    long tracer = 0;
+    if (auto at = status.find("\nTracerPid:"); at != std::string::npos)
+        tracer = std::strtol(status.c_str() + at + 11, nullptr, 10);
+    if (tracer != 0 && tracer != ::getpid()) {
+        std::string name = read_small_file(fmt::format("/proc/{}/comm", tracer)).value_or("?");
+        while (!name.empty() && name.back() == '\n')
+            name.pop_back();
+        refusal_ = fmt::format("process {} is already traced by {} (pid {})", pid_, name, tracer);
+    } else {
+        refusal_ = fmt::format("no permission to trace process {} ({}): run as root or as its "
+                               "user with kernel.yama.ptrace_scope=0, or give spyglass "
+                               "CAP_SYS_PTRACE",
+                               pid_, std::strerror(err));
+    }
+}
+
+std::expected<void, PauseFailure> ThreadTracer::seize(pid_t tid) noexcept {
+    install_child_handler();
+    if (::ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
+        int err = errno;
+        if (err == ESRCH) return std::unexpected(PauseFailure::gone);
+        note_refusal(tid, err);
+        return std::unexpected(PauseFailure::refused);
+    }
+    tracees_.emplace(tid, Tracee{});
+    return {};
+}
+
+std::expected<void, PauseFailure> ThreadTracer::probe(pid_t tid) noexcept {
+    if (tracees_.contains(tid)) return {};
+    return seize(tid);
+}
+
+ThreadTracer::Event ThreadTracer::consume(pid_t tid, Tracee& tracee) noexcept {
+    if (tid == pid_ && leader_is_our_child_) {
+        // Our own launched child: its exit status belongs to the launcher; only take stops.
+        siginfo_t info{};
+        if (::waitid(P_PID, static_cast<id_t>(tid), &info,
+                     WEXITED | WSTOPPED | WNOHANG | WNOWAIT | __WALL) != 0)
+            return errno == EINTR ? Event::none : Event::exited;
+        if (info.si_pid == 0) return Event::none;
+        if (info.si_code == CLD_EXITED || info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED)
+            return Event::exited;
+    }
+    int status = 0;
+    pid_t got = ::waitpid(tid, &status, WNOHANG | __WALL);
+    if (got == 0) return Event::none;
+    if (got < 0) return errno == EINTR ? Event::none : Event::exited;
+    if (WIFEXITED(status) || WIFSIGNALED(status)) return Event::exited;
+    if (!WIFSTOPPED(status)) return Event::none;
+    int sig = WSTOPSIG(status);
+    if ((status >> 16) == PTRACE_EVENT_STOP) {
+        tracee.interrupt_pending = false;
+        tracee.group_stopped = is_stop_signal(sig);
+        return tracee.group_stopped ? Event::group_stop : Event::interrupted;
+    }
+    // A signal on its way to the thread: pass it on now, never swallow it.
+    if (sig == SIGCONT) tracee.group_stopped = false;
+    if (::ptrace(PTRACE_CONT, tid, nullptr, reinterpret_cast<void*>(static_cast<long>(sig))) != 0)
+        return Event::exited;
+    return Event::signal_passed;
+}
+
+std::expected<void, PauseFailure> ThreadTracer::pause(pid_t tid) noexcept {
+    auto it = tracees_.find(tid);
+    if (it == tracees_.end()) {
+        if (auto seized = seize(tid); !seized) return seized;
+        it = tracees_.find(tid);
+    }
+    Tracee& tracee = it->second;
+    if (tracee.group_stopped) {
+        // Stopped by the user (SIGSTOP) and kept so: it runs no code, nothing to interrupt.
+        tracee.paused = true;
+        return {};
+    }
+    if (!tracee.interrupt_pending) {
+        if (::ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0) {
+            tracees_.erase(it);
+            return std::unexpected(PauseFailure::gone);
+        }
+        tracee.interrupt_pending = true;
+    }
+    const std::uint64_t deadline = monotonic_ns() + kPauseTimeoutNs;
+    for (unsigned polls = 0;;) {
+        switch (consume(tid, tracee)) {
+        case Event::interrupted:
+        case Event::group_stop:
+            tracee.paused = true;
+            return {};
+        case Event::exited:
+            tracees_.erase(tid);
+            return std::unexpected(PauseFailure::gone);
+        case Event::signal_passed:
+            continue;
+        case Event::none:
+            break;
+        }
+        if (monotonic_ns() > deadline) return std::unexpected(PauseFailure::timed_out);
+        back_off(polls);
+    }
+}
+
+void ThreadTracer::resume(pid_t tid) noexcept {
+    auto it = tracees_.find(tid);
+    if (it == tracees_.end() || !it->second.paused) return;
+    Tracee& tracee = it->second;
+    tracee.paused = false;
+    long request = tracee.group_stopped ? PTRACE_LISTEN : PTRACE_CONT;
+    if (::ptrace(static_cast<__ptrace_request>(request), tid, nullptr, nullptr) != 0 &&
+        errno == ESRCH && !tracee.group_stopped)
+        tracees_.erase(it);
+}
+
+void ThreadTracer::service() noexcept {
+    for (auto it = tracees_.begin(); it != tracees_.end();) {
+        auto& [tid, tracee] = *it;
+        bool exited = false;
+        for (bool more = !tracee.paused; more;) {
+            switch (consume(tid, tracee)) {
+            case Event::none:
+                more = false;
+                break;
+            case Event::signal_passed:
+                break;
+            case Event::interrupted:
+                // A pause that timed out has landed, or a group stop has ended: run on.
+                ::ptrace(PTRACE_CONT, tid, nullptr, nullptr);
+                break;
+            case Event::group_stop:
+                ::ptrace(PTRACE_LISTEN, tid, nullptr, nullptr);
+                break;
+            case Event::exited:
+                exited = true;
+                more = false;
+                break;
+            }
+        }
+        it = exited ? tracees_.erase(it) : std::next(it);
+    }
+}
+
+void ThreadTracer::detach(pid_t tid, Tracee& tracee) noexcept {
+    if (tracee.paused || tracee.group_stopped) {
+        if (::ptrace(PTRACE_DETACH, tid, nullptr, nullptr) == 0) return;
+    }
+    // PTRACE_DETACH needs a stopped thread: interrupt it first.
+    if (!tracee.interrupt_pending && ::ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0)
+        return; // gone
+    tracee.interrupt_pending = true;
+    const std::uint64_t deadline = monotonic_ns() + kDetachTimeoutNs;
+    for (unsigned polls = 0;;) {
+        switch (consume(tid, tracee)) {
+        case Event::interrupted:
+        case Event::group_stop:
+            ::ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
+            return;
+        case Event::exited:
+            return;
+        case Event::signal_passed:
+            continue;
+        case Event::none:
+            break;
+        }
+        if (monotonic_ns() > deadline) {
+            std::lock_guard lock(leftovers_mutex);
+            leftovers.push_back(tid);
+            return;
+        }
+        back_off(polls);
+    }
+}
+
+} // namespace spyglass::process

@@ -1,0 +1,125 @@
+#include "spyglass/sampling/paused_read.hpp"
+
+#include <bit>
+#include <ctime>
+
+namespace spyglass::sampling {
+
+namespace {
+
+std::uint64_t monotonic_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull +
+           static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+} // namespace
+
+void LatencyHistogram::record(std::uint64_t ns) noexcept {
+    unsigned bucket = 0;
+    if (ns < kSub) {
+        bucket = static_cast<unsigned>(ns);
+    } else {
+        unsigned power = 63u - static_cast<unsigned>(std::countl_zero(ns)); // >= 4
+        unsigned sub = static_cast<unsigned>((ns >> (power - 4)) & (kSub - 1));
+        bucket = (power - 3) * kSub + sub;
+    }
+    ++buckets_[bucket];
+    ++count_;
+    if (ns > max_) max_ = ns;
+}
+
+std::uint64_t LatencyHistogram::quantile(double fraction) const noexcept {
+    if (count_ == 0) return 0;
+    auto rank = static_cast<std::uint64_t>(fraction * static_cast<double>(count_));
+    if (rank >= count_) rank = count_ - 1;
+    std::uint64_t seen = 0;
+    for (unsigned bucket = 0; bucket < buckets_.size(); ++bucket) {
+        seen += buckets_[bucket];
+        if (seen > rank) {
+            if (bucket < kSub) return bucket;
+            unsigned power = bucket / kSub + 3;
+            std::uint64_t sub = bucket % kSub;
+            std::uint64_t upper = ((kSub + sub + 1) << (power - 4)) - 1;
+            return std::min(upper, max_);
+        }
+    }
+    return max_;
+}
+
+void LatencyHistogram::merge(const LatencyHistogram& other) noexcept {
+    for (std::size_t i = 0; i < buckets_.size(); ++i)
+        buckets_[i] += other.buckets_[i];
+    count_ += other.count_;
+    max_ = std::max(max_, other.max_);
+}
+
+void PauseStats::merge(const PauseStats& other) {
+    pauses += other.pauses;
+    failed += other.failed;
+    timed_out += other.timed_out;
+    refused += other.refused;
+    durations.merge(other.durations);
+    if (refusal.empty()) refusal = other.refusal;
+}
+
+StackOutcome read_stack(python::PythonProcess& process, StackReader& reader,
+                        process::ThreadTracer& tracer, PauseMode mode, python::ThreadRecord record,
+                        std::vector<FrameId>& out, int retries, PauseStats& stats, bool& paused,
+                        const std::function<void()>* while_stopped) {
+    paused = false;
+    auto done = [&](StackOutcome outcome) {
+        if (while_stopped != nullptr && outcome != StackOutcome::gone) (*while_stopped)();
+        return outcome;
+    };
+    // Torn, or cut by a read that failed (the thread had freed what it pointed to): a thread
+    // that changes faster than it can be read.
+    auto raced = [&](StackOutcome outcome) {
+        return outcome == StackOutcome::torn ||
+               (outcome == StackOutcome::truncated &&
+                reader.last_raw().end != python::StackEnd::too_deep);
+    };
+    if (mode != PauseMode::always) {
+        StackOutcome outcome =
+            reader.read(record, out, {.thread_stopped = false, .retries = retries});
+        if (!raced(outcome) || mode == PauseMode::never || record.tid == 0) return done(outcome);
+    }
+    // A thread stopped at a bad moment (3.12+: between pushing an eval loop and setting its
+    // current frame) reads as torn even when stopped: let it run on and stop it once more.
+    StackOutcome outcome = StackOutcome::torn;
+    for (int pauses = 0; pauses < 2; ++pauses) {
+        const std::uint64_t start = monotonic_ns();
+        auto stopped = tracer.pause(record.tid);
+        if (!stopped) {
+            if (stopped.error() == process::PauseFailure::gone) return StackOutcome::gone;
+            ++stats.failed;
+            if (stopped.error() == process::PauseFailure::timed_out) ++stats.timed_out;
+            if (stopped.error() == process::PauseFailure::refused) {
+                ++stats.refused;
+                if (stats.refusal.empty()) stats.refusal = tracer.refusal();
+            }
+            // Read it running after all: the share of torn samples says what this cost.
+            if (mode == PauseMode::always && pauses == 0) outcome = reader.read(record, out);
+            return done(outcome);
+        }
+        outcome = StackOutcome::gone;
+        if (auto status = process.reread_thread(record); status)
+            outcome = reader.read(record, out, {.thread_stopped = true, .retries = 0});
+        else if (status.error().code != Errc::process_gone)
+            outcome = StackOutcome::torn;
+        bool last = pauses == 1 || !raced(outcome);
+        if (last) done(outcome);
+        tracer.resume(record.tid);
+        ++stats.pauses;
+        stats.durations.record(monotonic_ns() - start);
+        paused = true;
+        if (last) break;
+        // Stopped again at once, the thread would not have moved: let it run a little.
+        timespec step{0, 50'000};
+        nanosleep(&step, nullptr);
+    }
+    return outcome;
+}
+
+} // namespace spyglass::sampling
