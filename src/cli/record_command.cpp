@@ -122,6 +122,24 @@ int run_record(const RecordOptions& options) {
     info.errors = result.totals.errors;
     info.labels.full_filenames = options.full_filenames;
     info.labels.line_numbers = !options.sampling.nolineno;
+    if (result.pids.empty()) {
+        // Launch mode and no interpreter was ever sampled: an empty profile would only hide it.
+        int exit_status = finish(*started);
+        std::string command = output::join_words(started->command);
+        if (result.end != sampling::SessionEnd::targets_exited)
+            print_error(fmt::format("`{}` did not start a Python interpreter in {:.1f} s: no "
+                                    "profile written",
+                                    command, static_cast<double>(result.totals.elapsed_ns) / 1e9));
+        else if (result.found_interpreter)
+            print_error(fmt::format("`{}` exited before its Python interpreter could be sampled: "
+                                    "no profile written",
+                                    command));
+        else
+            print_error(fmt::format("`{}` is not a Python program (it never ran a Python "
+                                    "interpreter): no profile written",
+                                    command));
+        return exit_status != 0 ? exit_status : 1;
+    }
     sampling::Profile profile = aggregator.profile(info);
 
     auto stream = out->begin_write();

@@ -35,6 +35,7 @@ Result<std::unique_ptr<PythonProcess>> PythonProcess::attach(pid_t pid,
 Result<std::unique_ptr<PythonProcess>> PythonProcess::attach(TargetInfo target,
                                                              const AttachOptions&) {
     pid_t pid = target.pid;
+    target.nested_pid_namespace = process::in_nested_pid_namespace(pid);
     auto memory = std::make_shared<process::LiveMemory>(pid);
     auto python = std::make_unique<PythonProcess>(std::move(memory), std::move(target));
     const TargetInfo& info = python->target();

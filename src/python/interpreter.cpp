@@ -29,6 +29,8 @@ PythonProcess::PythonProcess(std::shared_ptr<process::RemoteMemory> memory, Targ
                      o.tstate_current_frame, o.tstate_thread_id, o.tstate_native_thread_id,
                      o.tstate_datastack_chunk, o.tstate_datastack_top, o.tstate_status});
     tstate_buffer_.resize(tstate_read_size_);
+    if (target_.nested_pid_namespace)
+        namespace_tids_ = std::make_unique<process::NamespaceTids>(target_.pid);
 }
 
 PythonProcess::~PythonProcess() = default;
@@ -71,6 +73,7 @@ void PythonProcess::decode_tstate(const std::uint8_t* bytes, Address tstate, Add
         record.tid = static_cast<pid_t>(load<std::uint64_t>(bytes + o.tstate_native_thread_id));
     else
         record.tid = tid_for(tstate, record.thread_id);
+    if (namespace_tids_) record.tid = namespace_tids_->to_host(record.tid);
 }
 
 PythonProcess::GilSpan PythonProcess::gil_span(Address interp) {
@@ -141,6 +144,7 @@ process::ReadStatus PythonProcess::read_threads(std::vector<ThreadRecord>& out) 
 
 process::ReadStatus PythonProcess::read_threads_slowly(std::vector<ThreadRecord>& out) {
     out.clear();
+    if (namespace_tids_) namespace_tids_->invalidate();
     const LayoutOffsets& o = target_.layout.off;
     if (auto status = read_interpreters(interps_); !status) return status;
     std::uint8_t* buffer = tstate_buffer_.data();

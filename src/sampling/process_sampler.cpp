@@ -8,6 +8,8 @@ namespace {
 // Thread names come from the target's threading module: look again at most this often while
 // some thread has none yet.
 constexpr std::uint64_t kNamingIntervalNs = 500'000'000;
+// How often to check that the process still runs the program it ran at attach.
+constexpr std::uint64_t kExecCheckIntervalNs = 250'000'000;
 } // namespace
 
 ThreadRegistry::Entry ThreadRegistry::find_or_add(pid_t pid, pid_t tid, std::uint64_t thread_id) {
@@ -22,6 +24,7 @@ ProcessSampler::ProcessSampler(std::unique_ptr<python::PythonProcess> process, F
     : process_(std::move(process)), frames_(frames), stacks_(stacks), registry_(registry),
       options_(options), reader_(*process_, frames, options.stack),
       objects_(process_->memory(), process_->target()), tracer_(process_->pid()),
+      exec_watch_(process_->pid(), process_->target().interp_head_slot),
       torn_marker_(frames.marker("<unreadable: the stack changed while it was read>")) {}
 
 ProcessSampler::~ProcessSampler() {
@@ -76,11 +79,16 @@ void ProcessSampler::name_threads(SampleSink& sink, std::uint64_t now_ns) {
     }
 }
 
-bool ProcessSampler::sample(std::uint64_t now_ns, SampleSink& sink, PassStats& stats) {
+ProcessState ProcessSampler::sample(std::uint64_t now_ns, SampleSink& sink, PassStats& stats) {
+    if (now_ns >= next_exec_check_ns_) {
+        next_exec_check_ns_ = now_ns + kExecCheckIntervalNs;
+        if (exec_watch_.replaced()) return ProcessState::replaced;
+    }
     if (auto status = process_->read_threads(records_); !status) {
-        if (status.error().code == Errc::process_gone || gone()) return false;
+        if (status.error().code == Errc::process_gone || gone()) return ProcessState::exited;
+        if (exec_watch_.replaced()) return ProcessState::replaced;
         ++stats.failed_passes; // a thread was starting or exiting: try again next tick
-        return true;
+        return ProcessState::sampling;
     }
     ++generation_;
 
@@ -169,7 +177,7 @@ bool ProcessSampler::sample(std::uint64_t now_ns, SampleSink& sink, PassStats& s
     std::erase_if(threads_,
                   [&](const auto& entry) { return entry.second.generation != generation_; });
     name_threads(sink, now_ns);
-    return true;
+    return ProcessState::sampling;
 }
 
 } // namespace spyglass::sampling

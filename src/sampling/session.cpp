@@ -1,5 +1,6 @@
 #include "spyglass/sampling/session.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <ctime>
 #include <map>
@@ -94,7 +95,7 @@ void Session::add_sampler(std::unique_ptr<python::PythonProcess> process) {
     if (python_version_.empty()) python_version_ = process->target().version.to_string();
     for (const std::string& note : process->target().notes)
         spdlog::info("process {}: {}", pid, note);
-    pids_.push_back(pid);
+    if (std::find(pids_.begin(), pids_.end(), pid) == pids_.end()) pids_.push_back(pid);
     samplers_.push_back(std::make_unique<ProcessSampler>(std::move(process), frames_, stacks_,
                                                          registry_, options_.sampler));
 }
@@ -121,12 +122,17 @@ bool Session::try_attach(pid_t pid, bool report_errors) {
         if (!target) {
             process = std::unexpected(target.error());
         } else {
+            found_interpreter_ = true;
             discovered_.insert_or_assign(pid, *target);
             process = python::PythonProcess::attach(std::move(*target));
         }
     }
     if (!process) {
         const Error& error = process.error();
+        if (error.code == Errc::not_python && replaced_.erase(pid) > 0)
+            spdlog::warn("process {} is not running Python any more ({}): nothing to sample "
+                         "until it runs Python again or exits",
+                         pid, process::exe_path(pid).value_or("?"));
         // Not Python (yet: a launcher, a shell, a fork before exec) or not initialized yet:
         // try again later. Anything else is final for this process.
         if (error.code == Errc::not_python || error.code == Errc::not_found) return false;
@@ -138,6 +144,9 @@ bool Session::try_attach(pid_t pid, bool report_errors) {
     }
     pending_.erase(pid);
     discovered_.erase(pid);
+    if (replaced_.erase(pid) > 0)
+        spdlog::warn("process {} runs Python {} again: sampling it", pid,
+                     (*process)->target().version.to_string());
     add_sampler(std::move(*process));
     return true;
 }
@@ -186,6 +195,7 @@ SessionResult Session::run(SampleSink& sink, const std::atomic<int>& stop,
     std::uniform_int_distribution<std::int64_t> jitter(-static_cast<std::int64_t>(period / 4),
                                                        static_cast<std::int64_t>(period / 4));
     const std::uint64_t start = monotonic_ns();
+    fast_pending_until_ = start + 2'000'000'000ull;
     result.start_unix_ns = realtime_ns();
     std::uint64_t tick = 0, next_scan = 0, next_progress = 0, next_pending = 0;
     Progress& totals = result.totals;
@@ -218,8 +228,10 @@ SessionResult Session::run(SampleSink& sink, const std::atomic<int>& stop,
                 }
                 try_attach(pid, true);
             }
-            // Waiting for a launched command's interpreter: look often; later, less often.
-            next_pending = now + (samplers_.empty() ? 2 * kMillisecond : 100 * kMillisecond);
+            // Waiting for an interpreter to start (a launched command, an exec): look often for
+            // two seconds, then less often.
+            bool soon = samplers_.empty() && now < fast_pending_until_;
+            next_pending = now + (soon ? 2 * kMillisecond : 100 * kMillisecond);
             if (samplers_.empty() && watched_ && !waiting_note_printed_ &&
                 elapsed > 2'000'000'000ull) {
                 spdlog::warn("waiting for a Python interpreter in process {}", *watched_);
@@ -233,8 +245,19 @@ SessionResult Session::run(SampleSink& sink, const std::atomic<int>& stop,
         PassStats& stats = result.stats;
         std::uint64_t before_samples = stats.samples, before_errors = stats.errors;
         std::erase_if(samplers_, [&](const std::unique_ptr<ProcessSampler>& sampler) {
-            if (sampler->sample(elapsed, sink, stats)) return false;
+            ProcessState state = sampler->sample(elapsed, sink, stats);
+            if (state == ProcessState::sampling) return false;
             retire(*sampler, result);
+            if (state == ProcessState::replaced) {
+                pid_t pid = sampler->pid();
+                std::string exe = process::exe_path(pid).value_or("?");
+                spdlog::warn("process {} replaced its program (exec): now {}", pid, exe);
+                replaced_.insert(pid);
+                pending_.insert(pid);
+                discovered_.erase(pid);
+                next_pending = 0;
+                fast_pending_until_ = monotonic_ns() + 2'000'000'000ull;
+            }
             return true;
         });
         ++totals.ticks;
@@ -261,6 +284,7 @@ SessionResult Session::run(SampleSink& sink, const std::atomic<int>& stop,
     for (const auto& sampler : samplers_)
         retire(*sampler, result);
     result.pids = pids_;
+    result.found_interpreter = found_interpreter_ || !pids_.empty();
     result.python_version = python_version_;
     totals.python_version = python_version_;
     return result;

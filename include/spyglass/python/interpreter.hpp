@@ -11,6 +11,7 @@
 
 #include "spyglass/error.hpp"
 #include "spyglass/process/memory.hpp"
+#include "spyglass/process/pid_namespace.hpp"
 #include "spyglass/python/stack_walker.hpp"
 #include "spyglass/python/target.hpp"
 
@@ -120,6 +121,7 @@ class PythonProcess {
         pid_t tid;
     };
     std::unordered_map<Address, TidEntry> tid_cache_; // tstate -> tid
+    std::unique_ptr<process::NamespaceTids> namespace_tids_; // a target in a container
 };
 
 } // namespace spyglass::python

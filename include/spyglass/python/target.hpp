@@ -43,6 +43,7 @@ struct TargetInfo {
     Address gil_locked = 0;       // 3.6 static gil_locked
     Address gil_last_holder = 0;  // 3.6 static gil_last_holder
     int pthread_tid_offset = -1;  // glibc struct pthread -> kernel TID (needed up to 3.10)
+    bool nested_pid_namespace = false; // a container's: its thread ids are not ours
     TypeAddresses types;
     std::vector<std::string> notes; // facts worth telling the user (stripped binary, debug offsets)
 };

@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include "spyglass/process/exec_watch.hpp"
 #include "spyglass/process/procfs.hpp"
 #include "spyglass/process/thread_tracer.hpp"
 #include "spyglass/python/interpreter.hpp"
@@ -61,14 +62,20 @@ class ThreadRegistry {
     std::uint32_t next_ = 0;
 };
 
+enum class ProcessState : std::uint8_t {
+    sampling,
+    exited,
+    replaced, // it exec'd: nothing learned at attach holds any more
+};
+
 class ProcessSampler {
   public:
     ProcessSampler(std::unique_ptr<python::PythonProcess> process, FrameTable& frames,
                    StackTable& stacks, ThreadRegistry& registry, const SamplerOptions& options);
     ~ProcessSampler();
 
-    // One pass at `now_ns` (since the recording started). False once the process is gone.
-    bool sample(std::uint64_t now_ns, SampleSink& sink, PassStats& stats);
+    // One pass at `now_ns` (since the recording started).
+    ProcessState sample(std::uint64_t now_ns, SampleSink& sink, PassStats& stats);
 
     // --blocking: whether threads can be paused at all (another tracer, no permission).
     Result<void> check_pausing();
@@ -106,6 +113,8 @@ class ProcessSampler {
     StackReader reader_;
     python::ObjectReader objects_;
     process::ThreadTracer tracer_;
+    process::ExecWatch exec_watch_;
+    std::uint64_t next_exec_check_ns_ = 0;
     PauseStats pause_stats_;
     FrameId torn_marker_;
     std::vector<python::ThreadRecord> records_;

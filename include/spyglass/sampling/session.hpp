@@ -48,6 +48,7 @@ struct SessionResult {
     std::vector<pid_t> pids;    // every process that was sampled
     std::string python_version; // of the first process
     std::uint64_t start_unix_ns = 0;
+    bool found_interpreter = false; // a Python interpreter was seen in some process
 };
 
 class Session {
@@ -82,12 +83,15 @@ class Session {
     std::set<pid_t> roots_;                          // processes whose descendants are followed
     std::set<pid_t> known_;                          // every pid considered (Python or not)
     std::set<pid_t> pending_;                        // not (yet) Python: retried
+    std::set<pid_t> replaced_; // exec'd a new program: waiting to see whether it is Python
     std::map<pid_t, python::TargetInfo> discovered_; // found, not initialized yet
     std::optional<pid_t> watched_;
     std::function<bool()> watched_alive_;
     std::vector<pid_t> pids_;
     std::string python_version_;
     bool waiting_note_printed_ = false;
+    bool found_interpreter_ = false;
+    std::uint64_t fast_pending_until_ = 0; // monotonic time until which pending pids are polled often
 };
 
 } // namespace spyglass::sampling
