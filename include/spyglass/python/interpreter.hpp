@@ -120,7 +120,7 @@ class PythonProcess {
         std::uint64_t thread_id;
         pid_t tid;
     };
-    std::unordered_map<Address, TidEntry> tid_cache_; // tstate -> tid
+    std::unordered_map<Address, TidEntry> tid_cache_;        // tstate -> tid
     std::unique_ptr<process::NamespaceTids> namespace_tids_; // a target in a container
 };
 

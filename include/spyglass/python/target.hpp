@@ -37,12 +37,12 @@ struct TargetInfo {
     PythonVersion version;      // full version when known (micro may be 0)
     std::string version_source; // how the version was found, for `dump` and logs
     Layout layout;
-    Address runtime = 0;          // _PyRuntime (3.7+)
-    Address interp_head_slot = 0; // where the pointer to the first PyInterpreterState lives
-    Address tstate_current = 0;   // _PyThreadState_Current (2.7, 3.6)
-    Address gil_locked = 0;       // 3.6 static gil_locked
-    Address gil_last_holder = 0;  // 3.6 static gil_last_holder
-    int pthread_tid_offset = -1;  // glibc struct pthread -> kernel TID (needed up to 3.10)
+    Address runtime = 0;               // _PyRuntime (3.7+)
+    Address interp_head_slot = 0;      // where the pointer to the first PyInterpreterState lives
+    Address tstate_current = 0;        // _PyThreadState_Current (2.7, 3.6)
+    Address gil_locked = 0;            // 3.6 static gil_locked
+    Address gil_last_holder = 0;       // 3.6 static gil_last_holder
+    int pthread_tid_offset = -1;       // glibc struct pthread -> kernel TID (needed up to 3.10)
     bool nested_pid_namespace = false; // a container's: its thread ids are not ours
     TypeAddresses types;
     std::vector<std::string> notes; // facts worth telling the user (stripped binary, debug offsets)

@@ -80,9 +80,9 @@ class Session {
     SessionOptions options_;
     ThreadRegistry registry_;
     std::vector<std::unique_ptr<ProcessSampler>> samplers_;
-    std::set<pid_t> roots_;                          // processes whose descendants are followed
-    std::set<pid_t> known_;                          // every pid considered (Python or not)
-    std::set<pid_t> pending_;                        // not (yet) Python: retried
+    std::set<pid_t> roots_;    // processes whose descendants are followed
+    std::set<pid_t> known_;    // every pid considered (Python or not)
+    std::set<pid_t> pending_;  // not (yet) Python: retried
     std::set<pid_t> replaced_; // exec'd a new program: waiting to see whether it is Python
     std::map<pid_t, python::TargetInfo> discovered_; // found, not initialized yet
     std::optional<pid_t> watched_;
@@ -91,7 +91,8 @@ class Session {
     std::string python_version_;
     bool waiting_note_printed_ = false;
     bool found_interpreter_ = false;
-    std::uint64_t fast_pending_until_ = 0; // monotonic time until which pending pids are polled often
+    std::uint64_t fast_pending_until_ =
+        0; // monotonic time until which pending pids are polled often
 };
 
 } // namespace spyglass::sampling
