@@ -1,12 +1,17 @@
 #include "spyglass/process/elf.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
+#include <limits>
 
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <unistd.h>
+
+#include "spyglass/process/checked.hpp"
 
 namespace spyglass::process {
 
@@ -27,8 +32,10 @@ namespace {
 void load_symbols(Elf* elf, Elf_Scn* scn, const GElf_Shdr& shdr,
                   std::unordered_map<std::string_view, ElfSymbol>& symbols) {
     Elf_Data* data = elf_getdata(scn, nullptr);
-    if (data == nullptr || shdr.sh_entsize == 0) return;
-    std::size_t count = shdr.sh_size / shdr.sh_entsize;
+    std::size_t symbol_size = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+    if (data == nullptr || shdr.sh_entsize == 0 || symbol_size == 0) return;
+    // The symbols libelf holds, not the count sh_size / sh_entsize claims.
+    std::size_t count = std::min<std::size_t>(data->d_size / symbol_size, INT_MAX);
     for (std::size_t i = 0; i < count; ++i) {
         GElf_Sym sym;
         if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) continue;
@@ -78,6 +85,9 @@ Result<ElfFile> ElfFile::open(const std::string& path) {
             file.first_load_ = phdr.p_vaddr & ~std::uint64_t{0xfff};
             have_first = true;
         }
+        // A segment whose end wraps describes no bytes of the file.
+        if (!checked_add(phdr.p_vaddr, phdr.p_filesz) || !checked_add(phdr.p_offset, phdr.p_filesz))
+            continue;
         file.segments_.push_back({phdr.p_vaddr, phdr.p_offset, phdr.p_filesz});
     }
 
@@ -121,13 +131,13 @@ const ElfSection* ElfFile::section(std::string_view name) const {
 std::optional<std::vector<std::byte>> ElfFile::read_file_bytes(std::uint64_t address,
                                                                std::size_t length) const {
     for (const Segment& segment : segments_) {
-        if (address < segment.vaddr || address + length > segment.vaddr + segment.file_size)
-            continue;
+        if (!range_within(address, length, segment.vaddr, segment.file_size)) continue;
+        std::uint64_t offset = segment.file_offset + (address - segment.vaddr);
+        if (offset > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max())) continue;
         int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0) return std::nullopt;
         std::vector<std::byte> bytes(length);
-        ssize_t got = ::pread(fd, bytes.data(), length,
-                              static_cast<off_t>(segment.file_offset + address - segment.vaddr));
+        ssize_t got = ::pread(fd, bytes.data(), length, static_cast<off_t>(offset));
         ::close(fd);
         if (got != static_cast<ssize_t>(length)) return std::nullopt;
         return bytes;

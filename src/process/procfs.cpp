@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "spyglass/process/checked.hpp"
+
 namespace spyglass::process {
 
 namespace {
@@ -83,7 +85,8 @@ std::vector<MapEntry> parse_maps(std::string_view text) {
         if (dash == std::string_view::npos || perms.size() < 4 || device.empty() ||
             !parse_number(range.substr(0, dash), entry.start, 16) ||
             !parse_number(range.substr(dash + 1), entry.end, 16) ||
-            !parse_number(offset, entry.offset, 16) || !parse_number(inode, entry.inode))
+            !parse_number(offset, entry.offset, 16) || !parse_number(inode, entry.inode) ||
+            entry.start >= entry.end)
             continue;
         entry.readable = perms[0] == 'r';
         entry.writable = perms[1] == 'w';
@@ -105,14 +108,17 @@ Result<std::vector<MapEntry>> read_maps(pid_t pid) {
 }
 
 AddressSpace::AddressSpace(const std::vector<MapEntry>& maps) {
-    for (const MapEntry& entry : maps) {
-        if (!entry.readable) continue;
-        if (!ranges_.empty() && ranges_.back().second == entry.start)
-            ranges_.back().second = entry.end;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> readable;
+    for (const MapEntry& entry : maps)
+        if (entry.readable && entry.start < entry.end)
+            readable.emplace_back(entry.start, entry.end);
+    std::sort(readable.begin(), readable.end());
+    for (const auto& range : readable) {
+        if (!ranges_.empty() && range.first <= ranges_.back().second)
+            ranges_.back().second = std::max(ranges_.back().second, range.second);
         else
-            ranges_.emplace_back(entry.start, entry.end);
+            ranges_.push_back(range);
     }
-    std::sort(ranges_.begin(), ranges_.end());
 }
 
 bool AddressSpace::readable(std::uint64_t address, std::uint64_t length) const noexcept {
@@ -120,7 +126,7 @@ bool AddressSpace::readable(std::uint64_t address, std::uint64_t length) const n
                                [](std::uint64_t a, const auto& range) { return a < range.first; });
     if (it == ranges_.begin()) return false;
     --it;
-    return address >= it->first && address + length <= it->second && address + length >= address;
+    return range_within(address, length, it->first, it->second - it->first);
 }
 
 std::optional<TaskStat> parse_stat(std::string_view text) {
@@ -232,20 +238,27 @@ std::vector<pid_t> list_children(pid_t parent) {
     return children;
 }
 
+pid_t parse_namespaced_pid(std::string_view status, pid_t fallback) {
+    constexpr std::string_view kKey = "\nNSpid:";
+    std::size_t at = status.find(kKey);
+    if (at == std::string_view::npos) return fallback;
+    std::string line(status.substr(at + kKey.size()));
+    line.resize(std::min(line.size(), line.find('\n')));
+    std::replace(line.begin(), line.end(), '\t', ' ');
+    std::string_view rest = line;
+    pid_t last = fallback;
+    for (std::string_view field = next_field(rest); !field.empty(); field = next_field(rest)) {
+        pid_t value = 0;
+        if (!parse_number(field, value) || value <= 0) return fallback;
+        last = value;
+    }
+    return last;
+}
+
 pid_t namespaced_pid(pid_t pid) {
     auto text = read_small_file(proc_path(pid, "/status"));
     if (!text) return pid;
-    std::size_t at = text->find("\nNSpid:");
-    if (at == std::string::npos) return pid;
-    std::string line = text->substr(at + 7, text->find('\n', at + 1) - at - 7);
-    std::replace(line.begin(), line.end(), '\t', ' ');
-    std::string_view rest = line;
-    pid_t last = pid;
-    for (std::string_view field = next_field(rest); !field.empty(); field = next_field(rest)) {
-        pid_t value = 0;
-        if (parse_number(field, value)) last = value;
-    }
-    return last;
+    return parse_namespaced_pid(*text, pid);
 }
 
 std::string path_in_target(pid_t pid, std::string_view path) {

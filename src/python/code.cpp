@@ -1,8 +1,8 @@
 #include "spyglass/python/code.hpp"
 
 #include <algorithm>
-#include <cstring>
 
+#include "spyglass/process/checked.hpp"
 #include "spyglass/python/line_table.hpp"
 #include "spyglass/python/strings.hpp"
 
@@ -10,26 +10,24 @@ namespace spyglass::python {
 
 namespace {
 
+// A field of the header, 0 when the layout lacks it (kAbsent lies beyond any header).
 template <class T>
 T load(std::span<const std::uint8_t> bytes, std::uint32_t offset) {
-    T value{};
-    if (offset != kAbsent && offset + sizeof(T) <= bytes.size())
-        std::memcpy(&value, bytes.data() + offset, sizeof value);
-    return value;
+    return process::checked_load<T>(bytes, offset).value_or(T{});
 }
 
 } // namespace
 
 std::size_t code_header_size(const Layout& layout) noexcept {
     const LayoutOffsets& o = layout.off;
-    std::uint32_t end = 0;
+    std::uint64_t end = 0;
     for (std::uint32_t offset :
          {o.object_type, o.var_size, o.code_firstlineno, o.code_filename, o.code_name,
           o.code_qualname, o.code_linetable, o.code_code, o.code_firsttraceable, o.code_argcount,
           o.code_nlocals, o.code_nlocalsplus, o.code_varnames, o.code_localsplusnames,
           o.code_localspluskinds, o.code_flags})
-        if (offset != kAbsent) end = std::max(end, offset + 8);
-    return end;
+        if (offset != kAbsent) end = std::max(end, std::uint64_t{offset} + 8);
+    return static_cast<std::size_t>(end);
 }
 
 CodeFingerprint code_fingerprint(const Layout& layout,
@@ -51,7 +49,7 @@ CodeFingerprint code_fingerprint(const Layout& layout,
 process::ReadStatus read_code(process::RemoteMemory& memory, const Layout& layout,
                               const TypeAddresses& types, Address code, CodeInfo& out) {
     const LayoutOffsets& o = layout.off;
-    std::uint8_t buffer[512];
+    std::uint8_t buffer[kMaxCodeHeaderBytes];
     std::size_t size = code_header_size(layout);
     if (code == 0 || size > sizeof buffer) return std::unexpected(ReadError{Errc::corrupt, code});
     if (auto status = memory.read(code, buffer, size); !status) return status;

@@ -1,6 +1,13 @@
 #include "spyglass/python/debug_offsets.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <initializer_list>
+#include <tuple>
+#include <utility>
+
+#include "spyglass/python/code.hpp"
+#include "spyglass/python/strings.hpp"
 
 namespace spyglass::python {
 
@@ -243,7 +250,88 @@ Result<void> apply(const Descriptor& descriptor, std::span<const std::uint8_t> b
     return {};
 }
 
+// The end of the furthest present field of `fields` (offset, width); nothing when one of
+// `required` is absent.
+std::optional<std::uint64_t>
+fields_end(std::initializer_list<std::pair<std::uint32_t, std::uint32_t>> fields,
+           std::initializer_list<std::uint32_t> required) {
+    for (std::uint32_t offset : required)
+        if (offset == kAbsent) return std::nullopt;
+    std::uint64_t end = 0;
+    for (auto [offset, width] : fields)
+        if (offset != kAbsent) end = std::max<std::uint64_t>(end, std::uint64_t{offset} + width);
+    return end;
+}
+
+Result<void> within(std::optional<std::uint64_t> size, std::size_t limit, std::string_view what) {
+    if (!size) return fail(Errc::unsupported, "the layout lacks a field of the {} header", what);
+    if (*size > limit)
+        return fail(Errc::unsupported,
+                    "the {} header would take {} bytes, more than the {} spyglass reads", what,
+                    *size, limit);
+    return {};
+}
+
 } // namespace
+
+std::optional<std::uint64_t> frame_header_size(const Layout& layout) noexcept {
+    const LayoutOffsets& o = layout.off;
+    if (layout.frame_model == FrameModel::object_frames)
+        return fields_end(
+            {{o.object_type, 8}, {o.frame_back, 8}, {o.frame_code, 8}, {o.frame_lasti, 4}},
+            {o.frame_back, o.frame_code, o.frame_lasti});
+    return fields_end({{o.iframe_code, 8},
+                       {o.iframe_previous, 8},
+                       {o.iframe_instr, 8},
+                       {o.iframe_owner, 1},
+                       {o.iframe_is_entry, 1}},
+                      {o.iframe_code, o.iframe_previous, o.iframe_instr, o.iframe_owner});
+}
+
+std::optional<std::uint64_t> thread_state_read_size(const Layout& layout) noexcept {
+    const LayoutOffsets& o = layout.off;
+    return fields_end({{o.tstate_next, 8},
+                       {o.tstate_interp, 8},
+                       {o.tstate_frame, 8},
+                       {o.tstate_cframe, 8},
+                       {o.tstate_current_frame, 8},
+                       {o.tstate_thread_id, 8},
+                       {o.tstate_native_thread_id, 8},
+                       {o.tstate_datastack_chunk, 8},
+                       {o.tstate_datastack_top, 8},
+                       {o.tstate_status, 8}},
+                      {o.tstate_next, o.tstate_interp});
+}
+
+std::optional<std::uint64_t> interpreter_span_size(const Layout& layout) noexcept {
+    const LayoutOffsets& o = layout.off;
+    if (o.interp_next == kAbsent || o.interp_threads_head == kAbsent) return std::nullopt;
+    return std::uint64_t{std::max(o.interp_next, o.interp_threads_head)} + 8 -
+           std::min(o.interp_next, o.interp_threads_head);
+}
+
+Result<void> check_reader_bounds(const Layout& layout) {
+    const LayoutOffsets& o = layout.off;
+    auto data_start = layout.py2_strings
+                          ? std::optional<std::uint64_t>(o.bytes_data)
+                          : fields_end({{o.unicode_ascii_data, 0}, {o.unicode_compact_data, 0}},
+                                       {o.unicode_ascii_data, o.unicode_compact_data});
+    auto str = str_header_size(layout);
+    if (str) str = data_start ? std::optional(std::max(*str, *data_start)) : std::nullopt;
+    for (auto [size, limit, what] :
+         {std::tuple{str, kStrProbeBytes, "str"},
+          std::tuple{bytes_header_size(layout), kStrProbeBytes, "bytes"},
+          std::tuple{std::optional<std::uint64_t>(code_header_size(layout)), kMaxCodeHeaderBytes,
+                     "code object"},
+          std::tuple{frame_header_size(layout),
+                     layout.frame_model == FrameModel::object_frames ? kMaxFrameObjectHeaderBytes
+                                                                     : kMaxFrameHeaderBytes,
+                     "frame"},
+          std::tuple{thread_state_read_size(layout), kMaxThreadStateReadBytes, "thread state"},
+          std::tuple{interpreter_span_size(layout), kMaxInterpreterSpanBytes, "interpreter state"}})
+        if (auto fits = within(size, limit, what); !fits) return fits;
+    return {};
+}
 
 bool has_debug_cookie(std::span<const std::uint8_t> bytes) noexcept {
     return bytes.size() >= 8 && std::memcmp(bytes.data(), "xdebugpy", 8) == 0;
@@ -288,6 +376,8 @@ Result<DebugOffsetsLayout> layout_from_debug_offsets(std::span<const std::uint8_
     }
     if (auto applied = apply(descriptor, bytes, result.layout, table, result.notes); !applied)
         return std::unexpected(applied.error());
+    if (auto fits = check_reader_bounds(result.layout); !fits)
+        return fail(Errc::unsupported, "_Py_DebugOffsets: {}", fits.error().message);
     if (section_size && *section_size != result.layout.off.runtime_size)
         return fail(Errc::unsupported,
                     "_Py_DebugOffsets: runtime size {} differs from the .PyRuntime section ({})",

@@ -59,10 +59,12 @@ std::optional<PythonVersion> version_from_file_name(std::string_view path) {
         if (i + 3 > name.size() || (name[i] != '2' && name[i] != '3') || name[i + 1] != '.')
             continue;
         std::size_t end = i + 2;
-        int minor = 0;
         while (end < name.size() && is_digit(static_cast<std::uint8_t>(name[end])))
-            minor = minor * 10 + (name[end++] - '0');
+            ++end;
         if (end == i + 2 || end - (i + 2) > 2) continue;
+        int minor = 0;
+        for (std::size_t k = i + 2; k < end; ++k)
+            minor = minor * 10 + (name[k] - '0');
         return PythonVersion{name[i] - '0', minor, 0};
     }
     return std::nullopt;

@@ -1,33 +1,47 @@
 #include "spyglass/python/line_table.hpp"
 
+#include <climits>
+
 namespace spyglass::python {
 
 namespace {
 
-int lnotab(std::span<const std::uint8_t> table, int line, int offset, bool signed_steps) {
-    int address = 0;
+// Lines and addresses are summed in 64 bits: steps from the target (and a first line near
+// INT_MAX) would overflow an int. A line outside int's range comes from no real table.
+using Sum = std::int64_t;
+
+bool fits_int(Sum line) {
+    return line >= INT_MIN && line <= INT_MAX;
+}
+
+int lnotab(std::span<const std::uint8_t> table, int first_line, int offset, bool signed_steps) {
+    Sum address = 0;
+    Sum line = first_line;
     for (std::size_t i = 0; i + 1 < table.size(); i += 2) {
         address += table[i];
         if (address > offset) break;
         int step = table[i + 1];
         if (signed_steps && step >= 128) step -= 256;
         line += step;
+        if (!fits_int(line)) return kNoLine;
     }
-    return line;
+    return static_cast<int>(line);
 }
 
-int linetable_310(std::span<const std::uint8_t> table, int line, int offset) {
-    int start = 0;
+int linetable_310(std::span<const std::uint8_t> table, int first_line, int offset) {
+    Sum start = 0;
+    Sum line = first_line;
     for (std::size_t i = 0; i + 1 < table.size(); i += 2) {
         int length = table[i];
         int delta = table[i + 1] >= 128 ? table[i + 1] - 256 : table[i + 1];
-        int end = start + length;
+        Sum end = start + length;
         bool has_line = delta != -128;
         if (has_line) line += delta;
-        if (offset >= start && offset < end) return has_line ? line : kNoLine;
+        if (!fits_int(line)) return kNoLine;
+        if (offset >= start && offset < end) return has_line ? static_cast<int>(line) : kNoLine;
         start = end;
     }
-    return line;
+    return static_cast<int>(line);
 }
 
 struct Cursor {
@@ -59,9 +73,10 @@ struct Cursor {
     }
 };
 
-int location_table(std::span<const std::uint8_t> table, int line, int unit) {
+int location_table(std::span<const std::uint8_t> table, int first_line, int unit) {
     Cursor cursor{table};
-    int address = 0;
+    Sum address = 0;
+    Sum line = first_line;
     while (cursor.at < table.size()) {
         std::uint32_t first = cursor.byte();
         if ((first & 0x80) == 0) break; // not at an entry start: malformed
@@ -84,11 +99,13 @@ int location_table(std::span<const std::uint8_t> table, int line, int unit) {
         } else {
             cursor.byte();
         }
+        if (!fits_int(line)) return kNoLine;
         if (!cursor.ok) break;
-        if (unit >= address && unit < address + length) return has_line ? line : kNoLine;
+        if (unit >= address && unit < address + length)
+            return has_line ? static_cast<int>(line) : kNoLine;
         address += length;
     }
-    return line;
+    return static_cast<int>(line);
 }
 
 } // namespace

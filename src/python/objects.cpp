@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "spyglass/process/bytes.hpp"
+#include "spyglass/process/checked.hpp"
 #include "spyglass/python/strings.hpp"
 
 namespace spyglass::python {
@@ -24,6 +25,7 @@ namespace objects_detail {
 std::optional<LongDigits> read_long(process::RemoteMemory& memory, const Layout& layout,
                                     Address object, std::size_t max_digits) {
     const LayoutOffsets& o = layout.off;
+    if (o.long_shift != 15 && o.long_shift != 30) return std::nullopt;
     LongDigits out;
     if (o.long_tag != kAbsent) {
         // 3.12+: lv_tag = digit count << 3 | sign (0 positive, 1 zero, 2 negative).
@@ -39,9 +41,11 @@ std::optional<LongDigits> read_long(process::RemoteMemory& memory, const Layout&
         out.count = out.negative ? 0 - static_cast<std::uint64_t>(*size)
                                  : static_cast<std::uint64_t>(*size);
     }
-    if (out.count > max_digits) return out;
     std::size_t width = o.long_shift == 15 ? 2 : 4;
-    std::vector<std::uint8_t> raw(out.count * width);
+    auto bytes = process::checked_mul(out.count, width);
+    if (!bytes || *bytes > kMaxObjectBytes) return std::nullopt;
+    if (out.count > max_digits) return out;
+    std::vector<std::uint8_t> raw(static_cast<std::size_t>(*bytes));
     if (!raw.empty() && !memory.read(object + o.long_digits, raw.data(), raw.size()))
         return std::nullopt;
     out.digits.resize(out.count);
@@ -61,14 +65,14 @@ const ObjectReader::TypeInfo* ObjectReader::type_at(Address type) {
     if (auto it = types_.find(type); it != types_.end()) return it->second ? &*it->second : nullptr;
     std::optional<TypeInfo>& slot = types_[type]; // a failure is remembered too
     const LayoutOffsets& o = target_.layout.off;
-    std::uint32_t end = 0;
+    std::uint64_t end = 0;
     for (std::uint32_t offset :
          {o.type_name, o.type_flags, o.type_basicsize, o.type_itemsize, o.type_dictoffset})
-        if (offset != kAbsent) end = std::max(end, offset + 8);
+        if (offset != kAbsent) end = std::max(end, std::uint64_t{offset} + 8);
     std::array<std::uint8_t, 512> header{};
     if (end > header.size() || !memory_.read(type, header.data(), end)) return nullptr;
     auto field = [&](std::uint32_t offset) {
-        return offset == kAbsent ? 0 : load<std::int64_t>(header.data() + offset);
+        return process::checked_load<std::int64_t>(header, offset).value_or(0);
     };
     TypeInfo info;
     info.address = type;
@@ -205,7 +209,9 @@ std::optional<std::string> ObjectReader::str_value_as(Address object, const Type
         unsigned unit = o.py2_unicode_size;
         if (!length || !buffer || *length < 0 || (unit != 2 && unit != 4)) return std::nullopt;
         std::size_t take = std::min(static_cast<std::size_t>(*length), max_chars);
-        std::vector<std::uint8_t> data(take * unit);
+        auto bytes = process::checked_mul(take, unit);
+        if (!bytes || *bytes > kMaxStrBytes) return std::nullopt;
+        std::vector<std::uint8_t> data(static_cast<std::size_t>(*bytes));
         if (!data.empty() && !memory_.read(*buffer, data.data(), data.size())) return std::nullopt;
         append_unicode_kind(out, static_cast<int>(unit), data);
         if (take < static_cast<std::size_t>(*length)) out += "...";

@@ -3,7 +3,7 @@
 #include <array>
 #include <cstring>
 
-#include "spyglass/process/bytes.hpp"
+#include "spyglass/process/checked.hpp"
 #include "spyglass/python/objects.hpp"
 #include "spyglass/python/strings.hpp"
 
@@ -13,11 +13,18 @@ namespace {
 
 constexpr std::uint64_t kMaxTableSlots = 1u << 20;
 constexpr std::size_t kChunkEntries = 128;
+constexpr std::size_t kMaxEntryBytes = 64; // the layout's entry sizes are 16 to 24 bytes
 
 constexpr std::uint64_t kTpflagsManagedDict = 1u << 4;  // 3.11+
 constexpr std::uint64_t kTpflagsInlineValues = 1u << 2; // 3.13+
 
-using process::load;
+using process::checked_load;
+
+// A field of a table entry or header; 0 when the layout puts it outside the bytes read.
+template <class T>
+T field(std::span<const std::uint8_t> bytes, std::uint64_t offset) {
+    return checked_load<T>(bytes, offset).value_or(T{});
+}
 
 bool plausible(Address address) {
     return address != 0 && (address & 7) == 0;
@@ -28,16 +35,19 @@ bool power_of_two(std::uint64_t value) {
 }
 
 // Reads `count` entries of `entry_size` bytes at `entries` in chunks and hands each to `each`
-// (which returns false to stop). False when a read fails.
+// (which returns false to stop). False when a read fails or the entry size is implausible.
 template <class Each>
 bool for_each_entry(process::RemoteMemory& memory, Address entries, std::uint64_t count,
                     std::size_t entry_size, Each&& each) {
+    if (entry_size == 0 || entry_size > kMaxEntryBytes) return false;
     std::vector<std::uint8_t> chunk(kChunkEntries * entry_size);
     for (std::uint64_t first = 0; first < count; first += kChunkEntries) {
         std::uint64_t n = std::min<std::uint64_t>(kChunkEntries, count - first);
         if (!memory.read(entries + first * entry_size, chunk.data(), n * entry_size)) return false;
         for (std::uint64_t i = 0; i < n; ++i)
-            if (!each(first + i, chunk.data() + i * entry_size)) return true;
+            if (!each(first + i,
+                      std::span<const std::uint8_t>(chunk).subspan(i * entry_size, entry_size)))
+                return true;
     }
     return true;
 }
@@ -68,35 +78,39 @@ bool ObjectReader::keys_items(Address keys, Address values, std::size_t capacity
                               const ItemVisitor& visit, std::size_t max_items) {
     const LayoutOffsets& o = target_.layout.off;
     if (!plausible(keys) || o.keys_indices == kAbsent || o.keys_nentries == kAbsent) return false;
-    std::array<std::uint8_t, 64> header{};
-    if (o.keys_indices > header.size() || !memory_.read(keys, header.data(), o.keys_indices))
+    std::array<std::uint8_t, 64> buffer{};
+    if (o.keys_indices > buffer.size() || !memory_.read(keys, buffer.data(), o.keys_indices))
         return false;
+    std::span<const std::uint8_t> header(buffer.data(), o.keys_indices);
     Address entries = 0;
     std::uint64_t slots = 0;
     std::size_t entry_size = o.keys_entry_size;
     // PyDictKeyEntry is {hash, key, value}; PyDictUnicodeEntry (3.11+) is {key, value}.
     std::size_t key_at = 8, value_at = 16;
     if (o.keys_log2_size != kAbsent) {
-        unsigned log2_size = header[o.keys_log2_size];
-        unsigned log2_index_bytes = header[o.keys_log2_index_bytes];
-        if (log2_size < 3 || log2_size > 40 || log2_index_bytes < log2_size ||
-            log2_index_bytes > log2_size + 3)
+        auto log2_size = checked_load<std::uint8_t>(header, o.keys_log2_size);
+        auto log2_index_bytes = checked_load<std::uint8_t>(header, o.keys_log2_index_bytes);
+        auto kind = checked_load<std::uint8_t>(header, o.keys_kind);
+        if (!log2_size || !log2_index_bytes || !kind || *log2_size < 3 || *log2_size > 40 ||
+            *log2_index_bytes < *log2_size || *log2_index_bytes > *log2_size + 3)
             return false;
-        slots = std::uint64_t{1} << log2_size;
-        entries = keys + o.keys_indices + (std::uint64_t{1} << log2_index_bytes);
-        if (header[o.keys_kind] != 0) { // DICT_KEYS_UNICODE or DICT_KEYS_SPLIT
+        slots = std::uint64_t{1} << *log2_size;
+        entries = keys + o.keys_indices + (std::uint64_t{1} << *log2_index_bytes);
+        if (*kind != 0) { // DICT_KEYS_UNICODE or DICT_KEYS_SPLIT
             entry_size = o.keys_unicode_entry_size;
             key_at = 0;
             value_at = 8;
         }
     } else {
         // 3.6 - 3.10: dk_size slots of 1, 2, 4 or 8 byte indices, then the entries.
-        slots = load<std::uint64_t>(header.data() + o.keys_size);
+        slots = field<std::uint64_t>(header, o.keys_size);
         if (!power_of_two(slots) || slots < 8 || slots > (std::uint64_t{1} << 40)) return false;
         std::uint64_t width = slots <= 0xff ? 1 : slots <= 0xffff ? 2 : slots <= 0xffffffff ? 4 : 8;
         entries = keys + o.keys_indices + slots * width;
     }
-    auto nentries = load<std::int64_t>(header.data() + o.keys_nentries);
+    auto stored = checked_load<std::int64_t>(header, o.keys_nentries);
+    if (!stored) return false;
+    std::int64_t nentries = *stored;
     if (nentries < 0 || static_cast<std::uint64_t>(nentries) > slots ||
         static_cast<std::uint64_t>(nentries) > kMaxDictEntries || entry_size == kAbsent ||
         entry_size < value_at + 8)
@@ -111,11 +125,11 @@ bool ObjectReader::keys_items(Address keys, Address values, std::size_t capacity
     }
     std::size_t visited = 0;
     return for_each_entry(memory_, entries, static_cast<std::uint64_t>(nentries), entry_size,
-                          [&](std::uint64_t index, const std::uint8_t* entry) {
-                              Address key = load<std::uint64_t>(entry + key_at);
+                          [&](std::uint64_t index, std::span<const std::uint8_t> entry) {
+                              Address key = field<std::uint64_t>(entry, key_at);
                               Address value = 0;
                               if (values == 0)
-                                  value = load<std::uint64_t>(entry + value_at);
+                                  value = field<std::uint64_t>(entry, value_at);
                               else if (index < split_values.size())
                                   value = split_values[index];
                               if (key == 0 || value == 0) return true;
@@ -134,9 +148,9 @@ bool ObjectReader::py2_dict_items(Address dict, const ItemVisitor& visit, std::s
     std::size_t visited = 0;
     // PyDictEntry is {hash, key, value}; deleted slots keep a dummy key and a NULL value.
     return for_each_entry(memory_, *table, slots, o.dict_py2_entry_size,
-                          [&](std::uint64_t, const std::uint8_t* entry) {
-                              Address key = load<std::uint64_t>(entry + 8);
-                              Address value = load<std::uint64_t>(entry + 16);
+                          [&](std::uint64_t, std::span<const std::uint8_t> entry) {
+                              Address key = field<std::uint64_t>(entry, 8);
+                              Address value = field<std::uint64_t>(entry, 16);
                               if (key == 0 || value == 0) return true;
                               ++visited;
                               return visit(key, value) && visited < max_items;
@@ -155,12 +169,12 @@ bool ObjectReader::set_items(Address set, const ItemVisitor& visit, std::size_t 
     bool py2 = target_.layout.py2_strings;
     std::size_t visited = 0;
     return for_each_entry(memory_, *table, slots, o.set_entry_size,
-                          [&](std::uint64_t, const std::uint8_t* entry) {
-                              Address key = load<std::uint64_t>(entry + o.set_entry_key);
+                          [&](std::uint64_t, std::span<const std::uint8_t> entry) {
+                              Address key = field<std::uint64_t>(entry, o.set_entry_key);
                               if (key == 0) return true;
                               // A deleted slot holds the dummy key: on 3.x with hash -1 (no
                               // object hashes to -1), on 2.7 the str "<dummy key>".
-                              if (!py2 && load<std::int64_t>(entry + hash_at) == -1) return true;
+                              if (!py2 && field<std::int64_t>(entry, hash_at) == -1) return true;
                               if (py2 && key_equals(key, "<dummy key>")) return true;
                               ++visited;
                               return visit(key, key) && visited < max_items;
@@ -222,9 +236,11 @@ ObjectReader::instance_attributes(Address object, const TypeInfo& type) {
             Address values = object + static_cast<Address>(type.basicsize);
             std::array<std::uint8_t, 8> header{};
             if (!memory_.read(values, header.data(), header.size())) return std::nullopt;
-            if (header[o.values_valid] != 0)
-                return InstanceAttributes{0, type.cached_keys, values + values_header,
-                                          header[o.values_capacity]};
+            auto valid = checked_load<std::uint8_t>(header, o.values_valid);
+            auto capacity = checked_load<std::uint8_t>(header, o.values_capacity);
+            if (!valid || !capacity) return std::nullopt;
+            if (*valid != 0)
+                return InstanceAttributes{0, type.cached_keys, values + values_header, *capacity};
         }
         auto dict = word_at(dict_slot);
         if (!dict) return std::nullopt;

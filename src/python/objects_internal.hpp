@@ -35,6 +35,8 @@ inline constexpr std::size_t kPreviewItems = 32;
 inline constexpr std::size_t kMaxLongDigits = 2048;
 inline constexpr std::size_t kMaxTypeName = 128;
 inline constexpr std::uint32_t kDecimalBase = 1000000000;
+// No object is larger than the 47-bit user address space of x86-64 and arm64.
+inline constexpr std::uint64_t kMaxObjectBytes = std::uint64_t{1} << 47;
 
 using process::load;
 
@@ -48,6 +50,8 @@ struct LongDigits {
     std::vector<std::uint32_t> digits; // least significant first; empty when count > max
 };
 
+// Nothing when the int is unreadable, has more digits than fit in memory, or the layout's digit
+// width is not CPython's 15 or 30 bits.
 std::optional<LongDigits> read_long(process::RemoteMemory& memory, const Layout& layout,
                                     Address object, std::size_t max_digits);
 

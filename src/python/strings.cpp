@@ -1,37 +1,73 @@
 #include "spyglass/python/strings.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
+#include <initializer_list>
+#include <utility>
 
 #include "spyglass/process/bytes.hpp"
+#include "spyglass/process/checked.hpp"
 
 namespace spyglass::python {
 
 namespace {
 
-constexpr std::size_t kProbe = 128; // one read covers the header and short strings
+constexpr std::size_t kProbe = kStrProbeBytes;
 
+using process::checked_load;
 using process::load;
 
 std::unexpected<ReadError> corrupt(Address address) {
     return std::unexpected(ReadError{Errc::corrupt, address});
 }
 
-// Reads [object, object + end) where the first kProbe bytes may already be in `probe`.
-process::ReadStatus read_span(RemoteMemory& memory, Address object, std::size_t offset,
-                              std::size_t length, std::span<const std::uint8_t> probe,
+// A header field that the caller checked lies inside the probe.
+template <class T>
+T field(std::span<const std::uint8_t> probe, std::uint32_t offset) {
+    return checked_load<T>(probe, offset).value_or(T{});
+}
+
+// The end of the furthest of `fields` (offset, width), or nothing when one is absent.
+std::optional<std::uint64_t>
+fields_end(std::initializer_list<std::pair<std::uint32_t, std::uint32_t>> fields) {
+    std::uint64_t end = 0;
+    for (auto [offset, width] : fields) {
+        if (offset == kAbsent) return std::nullopt;
+        end = std::max<std::uint64_t>(end, std::uint64_t{offset} + width);
+    }
+    return end;
+}
+
+// Points `data` at [offset, offset + length) of the object: in `probe` when it holds them, else
+// read into `scratch`.
+process::ReadStatus read_span(RemoteMemory& memory, Address object, std::uint64_t offset,
+                              std::uint64_t length, std::span<const std::uint8_t> probe,
                               std::vector<std::uint8_t>& scratch, const std::uint8_t*& data) {
-    if (offset + length <= probe.size()) {
-        data = probe.data() + offset;
+    if (auto inside = process::checked_subspan(probe, offset, length)) {
+        data = inside->data();
         return {};
     }
-    scratch.resize(length);
-    if (auto status = memory.read(object + offset, scratch.data(), length); !status) return status;
+    if (length > kMaxStrBytes) return corrupt(object);
+    scratch.resize(static_cast<std::size_t>(length));
+    if (auto status = memory.read(object + offset, scratch.data(), scratch.size()); !status)
+        return status;
     data = scratch.data();
     return {};
 }
 
 } // namespace
+
+std::optional<std::uint64_t> str_header_size(const Layout& layout) noexcept {
+    const LayoutOffsets& o = layout.off;
+    if (layout.py2_strings) return fields_end({{o.object_type, 8}, {o.var_size, 8}});
+    return fields_end({{o.object_type, 8}, {o.unicode_length, 8}, {o.unicode_state, 4}});
+}
+
+std::optional<std::uint64_t> bytes_header_size(const Layout& layout) noexcept {
+    const LayoutOffsets& o = layout.off;
+    return fields_end({{o.object_type, 8}, {o.var_size, 8}, {o.bytes_data, 0}});
+}
 
 void append_utf8(std::string& out, std::uint32_t cp) {
     if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) cp = 0xFFFD;
@@ -110,20 +146,21 @@ process::ReadStatus read_str(RemoteMemory& memory, const Layout& layout, Address
                              Overlong overlong) {
     if (object == 0) return std::unexpected(ReadError{Errc::bad_address, object});
     const LayoutOffsets& o = layout.off;
+    auto header = str_header_size(layout);
+    if (!header || *header > kProbe) return corrupt(object);
     std::array<std::uint8_t, kProbe> probe_buffer;
     auto got = memory.read_prefix(object, probe_buffer.data(), probe_buffer.size());
     if (!got) return std::unexpected(got.error());
     std::span<const std::uint8_t> probe(probe_buffer.data(), *got);
-    std::size_t header_end = layout.py2_strings ? o.bytes_data : o.unicode_compact_data;
-    if (probe.size() < std::min<std::size_t>(header_end, o.unicode_state + 4))
+    if (probe.size() < *header)
         return std::unexpected(ReadError{Errc::bad_address, object + probe.size()});
-    if (expected_type != 0 && load<std::uint64_t>(probe.data() + o.object_type) != expected_type)
+    if (expected_type != 0 && field<std::uint64_t>(probe, o.object_type) != expected_type)
         return corrupt(object);
 
     std::vector<std::uint8_t> scratch;
     const std::uint8_t* data = nullptr;
     if (layout.py2_strings) {
-        auto length = load<std::int64_t>(probe.data() + o.var_size);
+        auto length = field<std::int64_t>(probe, o.var_size);
         if (length < 0) return corrupt(object);
         std::size_t take = static_cast<std::size_t>(length);
         bool cut = take > max_chars;
@@ -137,8 +174,8 @@ process::ReadStatus read_str(RemoteMemory& memory, const Layout& layout, Address
         return {};
     }
 
-    auto length = load<std::int64_t>(probe.data() + o.unicode_length);
-    auto state = load<std::uint32_t>(probe.data() + o.unicode_state);
+    auto length = field<std::int64_t>(probe, o.unicode_length);
+    auto state = field<std::uint32_t>(probe, o.unicode_state);
     int kind = static_cast<int>((state >> o.unicode_kind_shift) & 7);
     bool compact = (state >> o.unicode_compact_bit) & 1;
     bool ascii = (state >> o.unicode_ascii_bit) & 1;
@@ -148,19 +185,21 @@ process::ReadStatus read_str(RemoteMemory& memory, const Layout& layout, Address
     bool cut = chars > max_chars;
     if (cut && overlong == Overlong::fail) return corrupt(object);
     if (cut) chars = max_chars;
-    std::size_t bytes = chars * static_cast<std::size_t>(kind);
+    auto byte_count = process::checked_mul(chars, static_cast<std::uint64_t>(kind));
+    if (!byte_count || *byte_count > kMaxStrBytes) return corrupt(object);
+    auto bytes = static_cast<std::size_t>(*byte_count);
 
     if (compact) {
-        std::size_t offset = ascii ? o.unicode_ascii_data : o.unicode_compact_data;
+        std::uint32_t offset = ascii ? o.unicode_ascii_data : o.unicode_compact_data;
+        if (offset == kAbsent) return corrupt(object);
         if (auto status = read_span(memory, object, offset, bytes, probe, scratch, data); !status)
             return status;
     } else {
         // A legacy (non-compact) string keeps its characters behind a pointer (up to 3.11).
-        if (o.unicode_legacy_data == kAbsent || o.unicode_legacy_data + 8 > probe.size())
-            return corrupt(object);
-        Address buffer = load<std::uint64_t>(probe.data() + o.unicode_legacy_data);
+        auto buffer = checked_load<std::uint64_t>(probe, o.unicode_legacy_data);
+        if (!buffer) return corrupt(object);
         scratch.resize(bytes);
-        if (auto status = memory.read(buffer, scratch.data(), bytes); !status) return status;
+        if (auto status = memory.read(*buffer, scratch.data(), bytes); !status) return status;
         data = scratch.data();
     }
     if (ascii)
@@ -175,15 +214,19 @@ process::ReadStatus read_bytes(RemoteMemory& memory, const Layout& layout, Addre
                                std::vector<std::uint8_t>& out, std::size_t max_bytes,
                                Address expected_type) {
     const LayoutOffsets& o = layout.off;
+    auto header = bytes_header_size(layout);
+    if (!header || *header > kProbe) return corrupt(object);
     std::array<std::uint8_t, kProbe> probe_buffer;
     auto got = memory.read_prefix(object, probe_buffer.data(), probe_buffer.size());
     if (!got) return std::unexpected(got.error());
-    if (*got < o.bytes_data) return std::unexpected(ReadError{Errc::bad_address, object + *got});
+    if (*got < *header) return std::unexpected(ReadError{Errc::bad_address, object + *got});
     std::span<const std::uint8_t> probe(probe_buffer.data(), *got);
-    if (expected_type != 0 && load<std::uint64_t>(probe.data() + o.object_type) != expected_type)
+    if (expected_type != 0 && field<std::uint64_t>(probe, o.object_type) != expected_type)
         return corrupt(object);
-    auto length = load<std::int64_t>(probe.data() + o.var_size);
-    if (length < 0 || static_cast<std::uint64_t>(length) > max_bytes) return corrupt(object);
+    auto length = field<std::int64_t>(probe, o.var_size);
+    if (length < 0 || static_cast<std::uint64_t>(length) > max_bytes ||
+        static_cast<std::uint64_t>(length) > kMaxStrBytes)
+        return corrupt(object);
     out.resize(static_cast<std::size_t>(length));
     std::size_t in_probe = std::min(out.size(), probe.size() - o.bytes_data);
     if (in_probe > 0) std::memcpy(out.data(), probe.data() + o.bytes_data, in_probe);

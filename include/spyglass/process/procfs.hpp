@@ -72,6 +72,8 @@ std::vector<pid_t> list_children(pid_t pid);
 
 // The PID of `pid` as its own PID namespace sees it (last NSpid entry), else `pid`.
 pid_t namespaced_pid(pid_t pid);
+// The last NSpid entry of a /proc/PID/status text; `fallback` unless every entry is a PID > 0.
+pid_t parse_namespaced_pid(std::string_view status, pid_t fallback);
 
 // A path to a file of the target, as the target sees it: /proc/PID/root/<path>.
 std::string path_in_target(pid_t pid, std::string_view path);

@@ -20,7 +20,9 @@ struct CodeFingerprint {
     friend bool operator==(const CodeFingerprint&, const CodeFingerprint&) = default;
 };
 
-// Bytes of the code object's header to read for the fingerprint and the fields below.
+// Bytes of the code object's header to read for the fingerprint and the fields below; read_code
+// refuses a layout that needs more than kMaxCodeHeaderBytes.
+inline constexpr std::size_t kMaxCodeHeaderBytes = 512;
 std::size_t code_header_size(const Layout& layout) noexcept;
 CodeFingerprint code_fingerprint(const Layout& layout,
                                  std::span<const std::uint8_t> header) noexcept;

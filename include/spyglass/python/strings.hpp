@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -17,6 +18,16 @@ using process::RemoteMemory;
 
 // Longest name or file name accepted from a code object; longer means a torn or foreign read.
 inline constexpr std::size_t kMaxNameChars = 4096;
+
+// Bytes read first from a str or bytes object: its header and the characters of short strings.
+inline constexpr std::size_t kStrProbeBytes = 128;
+// The most bytes of characters read from one object, whatever max_chars allows.
+inline constexpr std::size_t kMaxStrBytes = 64u << 20;
+
+// The end of the header fields that decoding a str (2.7: a str) or a bytes object takes from the
+// probe, or nothing when the layout lacks one of them. Beyond kStrProbeBytes, reading fails.
+std::optional<std::uint64_t> str_header_size(const Layout& layout) noexcept;
+std::optional<std::uint64_t> bytes_header_size(const Layout& layout) noexcept;
 
 enum class Overlong : std::uint8_t {
     fail,     // a longer string is corrupt data (names)
