@@ -1,6 +1,7 @@
 // Attaching to a live process: discovery, then checks that the interpreter can be read.
 #include "spyglass/process/live_memory.hpp"
 #include "spyglass/process/procfs.hpp"
+#include "spyglass/python/debug_offsets.hpp"
 #include "spyglass/python/discovery.hpp"
 #include "spyglass/python/interpreter.hpp"
 
@@ -35,6 +36,8 @@ Result<std::unique_ptr<PythonProcess>> PythonProcess::attach(pid_t pid,
 Result<std::unique_ptr<PythonProcess>> PythonProcess::attach(TargetInfo target,
                                                              const AttachOptions&) {
     pid_t pid = target.pid;
+    if (auto usable = check_reader_bounds(target.layout); !usable)
+        return std::unexpected(usable.error());
     target.nested_pid_namespace = process::in_nested_pid_namespace(pid);
     auto memory = std::make_shared<process::LiveMemory>(pid);
     auto python = std::make_unique<PythonProcess>(std::move(memory), std::move(target));

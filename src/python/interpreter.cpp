@@ -11,11 +11,11 @@ namespace {
 
 using process::load;
 
-std::uint32_t max_present(std::initializer_list<std::uint32_t> offsets) {
-    std::uint32_t end = 0;
+std::size_t max_present(std::initializer_list<std::uint32_t> offsets) {
+    std::uint64_t end = 0;
     for (std::uint32_t offset : offsets)
-        if (offset != kAbsent) end = std::max(end, offset + 8);
-    return end;
+        if (offset != kAbsent) end = std::max(end, std::uint64_t{offset} + 8);
+    return static_cast<std::size_t>(end);
 }
 
 } // namespace

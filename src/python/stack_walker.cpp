@@ -8,6 +8,7 @@
 
 #include "spyglass/process/bytes.hpp"
 #include "spyglass/process/checked.hpp"
+#include "spyglass/python/debug_offsets.hpp"
 #include "spyglass/python/interpreter.hpp"
 
 namespace spyglass::python {
@@ -63,7 +64,9 @@ class ObjectFrameWalker final : public StackWalker {
     ObjectFrameWalker(process::RemoteMemory& memory, const TargetInfo& target)
         : memory_(memory), layout_(target.layout), frame_type_(target.types.frame) {
         const LayoutOffsets& o = layout_.off;
-        read_size_ = std::max({o.object_type, o.frame_back, o.frame_code, o.frame_lasti}) + 8;
+        // A layout whose header does not fit is refused at attach; here it only reads nothing.
+        read_size_ = frame_header_size(layout_).value_or(0);
+        if (read_size_ > kMaxFrameObjectHeaderBytes) read_size_ = 0;
         single_.resize(read_size_);
         link_low_ = std::min(o.frame_back, o.frame_code);
         link_span_ = std::max(o.frame_back, o.frame_code) + 8 - link_low_;
@@ -75,6 +78,8 @@ class ObjectFrameWalker final : public StackWalker {
         visited_.reset();
         out.head_slot = thread.tstate + o.tstate_frame;
         out.head = thread.frame;
+        if (read_size_ == 0 && thread.frame != 0)
+            return fail(out, StackEnd::corrupt, {Errc::unsupported, thread.frame});
         std::vector<Address>& previous_chain = remembered(thread.tstate);
         bool speculated = speculate(previous_chain, thread.frame);
         std::size_t expected = 0; // where the next frame should be in previous_chain
@@ -185,13 +190,11 @@ class InterpreterFrameWalker final : public StackWalker {
   public:
     InterpreterFrameWalker(process::RemoteMemory& memory, const TargetInfo& target)
         : memory_(memory), layout_(target.layout) {
-        const LayoutOffsets& o = layout_.off;
-        frame_read_size_ = std::max({o.iframe_code, o.iframe_previous, o.iframe_instr}) + 8;
-        frame_read_size_ = std::max<std::size_t>(frame_read_size_, o.iframe_owner + 1);
-        if (o.iframe_is_entry != kAbsent)
-            frame_read_size_ = std::max<std::size_t>(frame_read_size_, o.iframe_is_entry + 1);
+        // A layout whose header does not fit is refused at attach; here it only reads nothing.
+        frame_read_size_ = frame_header_size(layout_).value_or(0);
+        if (frame_read_size_ > kMaxFrameHeaderBytes) frame_read_size_ = 0;
         single_.resize(frame_read_size_);
-        has_cstack_owner_ = o.owner_cstack != kAbsent;
+        has_cstack_owner_ = layout_.off.owner_cstack != kAbsent;
     }
 
     void walk(const ThreadRecord& thread, RawStack& out) override {
@@ -211,6 +214,8 @@ class InterpreterFrameWalker final : public StackWalker {
                                                             : 0;
         out.head = thread.frame;
         if (thread.frame == 0) return;
+        if (frame_read_size_ == 0)
+            return fail(out, StackEnd::corrupt, {Errc::unsupported, thread.frame});
         std::vector<Address>& outside = outside_frames(thread.tstate);
         speculated_.assign(outside.begin(), outside.end());
         if (auto fresh = copy_current_chunk(thread, out.head_slot)) out.head = *fresh;

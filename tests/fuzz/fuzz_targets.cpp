@@ -4,10 +4,15 @@
 // (g++ has none), and a libFuzzer build can link this file as it is.
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "fake_python.hpp"
 
 #include "spyglass/process/fake_memory.hpp"
 #include "spyglass/process/procfs.hpp"
@@ -100,6 +105,163 @@ void text(std::span<const std::uint8_t> data) {
     (void)spyglass::python::decode_interp_head_function(data, kBase);
 }
 
+// A live-looking process, built once per layout with real structures: an interpreter, a thread
+// with a 6-frame stack (3.11+: in its data-stack chunk, and a generator frame outside it), an
+// idle thread. Each input then corrupts it in place (and the corruption is undone after):
+// bytes flipped, words set to 0, -1 or pointers elsewhere in the heap, as a torn read or a
+// freed object would leave them.
+struct Scenario {
+    std::unique_ptr<spyglass::testing::FakePython> fake;
+    std::vector<std::pair<Address, std::size_t>> hot; // where corruption is worth making
+};
+
+Scenario& scenario_for(const spyglass::python::Layout& layout) {
+    static std::map<const spyglass::python::Layout*, Scenario> built;
+    Scenario& scenario = built[&layout];
+    if (scenario.fake) return scenario;
+    using spyglass::testing::FakePython;
+    scenario.fake = std::make_unique<FakePython>(layout, 1u << 20);
+    FakePython& fake = *scenario.fake;
+    bool new_model = layout.frame_model == spyglass::python::FrameModel::interpreter_frames;
+    Address interp = fake.interpreter();
+    scenario.hot.emplace_back(interp, 512);
+    Address after_interp = FakePython::kHeap + fake.used();
+    Address idle = fake.thread(interp, 0x7f0000002000);
+    Address busy = fake.thread(interp, 0x7f0000001000, idle);
+    FakePython::Chunk chunk{};
+    if (new_model) chunk = fake.chunk(16 * 1024);
+    Address previous = 0;
+    for (int i = 5; i >= 0; --i) {
+        Address code = fake.code("f" + std::to_string(i), "/app/m.py", 10 * i + 1);
+        if (!new_model) {
+            previous = fake.frame_object(code, previous, i + 1);
+        } else if (i == 1 && layout.off.owner_generator != spyglass::python::kAbsent) {
+            previous = fake.interpreter_frame(
+                fake.alloc(layout.off.iframe_size + 64), code, previous, i + 1,
+                static_cast<std::uint8_t>(layout.off.owner_generator));
+        } else {
+            previous = fake.push_frame(chunk, code, previous, i + 1);
+        }
+    }
+    fake.set_frame(busy, previous, new_model ? &chunk : nullptr);
+    fake.set_frame(idle, 0, new_model ? &chunk : nullptr);
+    scenario.hot.emplace_back(after_interp, FakePython::kHeap + fake.used() - after_interp);
+    return scenario;
+}
+
+// Applies 6-byte records of `edits` to `bytes`: 3 bytes of offset, a kind, a value.
+void corrupt(std::span<std::uint8_t> bytes, std::span<const std::uint8_t> edits, Address heap) {
+    for (std::size_t i = 0; i + 6 <= edits.size() && !bytes.empty(); i += 6) {
+        std::size_t at = (edits[i] | edits[i + 1] << 8 | edits[i + 2] << 16) % bytes.size();
+        std::uint64_t value = 0;
+        switch (edits[i + 3] % 5) {
+        case 0:
+            bytes[at] ^= edits[i + 4];
+            continue;
+        case 1:
+            value = 0;
+            break;
+        case 2:
+            value = ~std::uint64_t{0} - edits[i + 4];
+            break;
+        case 3:
+            value = heap + 8u * (edits[i + 4] | edits[i + 5] << 8);
+            break;
+        default:
+            value = static_cast<std::uint64_t>(edits[i + 4]) << (8 * (edits[i + 5] % 8));
+            break;
+        }
+        at &= ~std::size_t{7};
+        std::memcpy(bytes.data() + at, &value, std::min<std::size_t>(8, bytes.size() - at));
+    }
+}
+
+// Corrupts the scenario's hot memory in place for the life of the object, then restores it.
+class Corruption {
+  public:
+    Corruption(Scenario& scenario, std::span<const std::uint8_t> edits) : scenario_(scenario) {
+        auto& memory = scenario.fake->memory();
+        for (const auto& [at, length] : scenario.hot) {
+            saved_.emplace_back(length);
+            (void)memory.read(at, saved_.back().data(), length);
+        }
+        std::size_t per_range = edits.size() / scenario.hot.size() / 6 * 6;
+        for (std::size_t r = 0; r < scenario.hot.size(); ++r) {
+            std::vector<std::uint8_t> bytes = saved_[r];
+            corrupt(bytes, edits.subspan(r * per_range, per_range),
+                    spyglass::testing::FakePython::kHeap);
+            memory.write(scenario.hot[r].first, bytes.data(), bytes.size());
+        }
+    }
+    ~Corruption() {
+        for (std::size_t r = 0; r < scenario_.hot.size(); ++r)
+            scenario_.fake->memory().write(scenario_.hot[r].first, saved_[r].data(),
+                                           saved_[r].size());
+    }
+    Corruption(const Corruption&) = delete;
+    Corruption& operator=(const Corruption&) = delete;
+
+  private:
+    Scenario& scenario_;
+    std::vector<std::vector<std::uint8_t>> saved_;
+};
+
+// Every thread's stack, read as the sampler reads it: running, and as if the thread was stopped.
+void read_every_stack(spyglass::python::PythonProcess& process) {
+    std::vector<spyglass::python::ThreadRecord> threads;
+    (void)process.read_threads(threads);
+    spyglass::sampling::FrameTable frames;
+    spyglass::sampling::StackReader reader(process, frames, {});
+    std::vector<spyglass::sampling::FrameId> ids;
+    for (auto thread : threads) {
+        (void)reader.read(thread, ids);
+        (void)reader.read(thread, ids, {.thread_stopped = true, .retries = 1});
+        (void)process.reread_thread(thread);
+    }
+}
+
+std::shared_ptr<spyglass::process::FakeMemory> shared_memory(Scenario& scenario) {
+    // The scenario owns the memory; the process borrows it for one input.
+    return {std::shared_ptr<void>(), &scenario.fake->memory()};
+}
+
+void corrupted_process(std::span<const std::uint8_t> data) {
+    if (data.size() < 2) return;
+    Scenario& scenario = scenario_for(layout_of(data[0]));
+    Corruption corruption(scenario, data.subspan(1));
+    spyglass::python::PythonProcess process(shared_memory(scenario), scenario.fake->target());
+    read_every_stack(process);
+}
+
+const std::vector<std::uint8_t>& captured_debug_offsets() {
+    static const std::vector<std::uint8_t> bytes = [] {
+        std::ifstream in(std::string(SPYGLASS_SOURCE_DIR) +
+                             "/tests/unit/data/debug_offsets_3.13.0.bin",
+                         std::ios::binary);
+        return std::vector<std::uint8_t>{std::istreambuf_iterator<char>(in), {}};
+    }();
+    return bytes;
+}
+
+// The target's own _Py_DebugOffsets, mutated, describing a 3.13 process that is itself
+// corrupted: whatever layout the descriptor yields must be safe to walk with.
+void corrupted_debug_offsets(std::span<const std::uint8_t> data) {
+    const auto* real = spyglass::python::layout_for(3, 13);
+    if (real == nullptr || data.size() < 2) return;
+    std::vector<std::uint8_t> descriptor = captured_debug_offsets();
+    if (descriptor.size() < spyglass::python::kDebugOffsetsReadSize) return;
+    std::size_t split = std::min<std::size_t>(data.size(), 6 * (1 + data[0] % 16));
+    corrupt(descriptor, data.subspan(1, split - 1), 0);
+    auto parsed = spyglass::python::layout_from_debug_offsets(descriptor, std::nullopt);
+    if (!parsed) return;
+    Scenario& scenario = scenario_for(*real);
+    Corruption corruption(scenario, data.subspan(split));
+    spyglass::python::TargetInfo target = scenario.fake->target();
+    target.layout = parsed->layout;
+    spyglass::python::PythonProcess process(shared_memory(scenario), target);
+    read_every_stack(process);
+}
+
 void debug_offsets(std::span<const std::uint8_t> data) {
     std::vector<std::uint8_t> bytes(spyglass::python::kDebugOffsetsReadSize, 0);
     std::memcpy(bytes.data(), "xdebugpy", 8);
@@ -112,7 +274,7 @@ void debug_offsets(std::span<const std::uint8_t> data) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size == 0) return 0;
     std::span<const std::uint8_t> input(data + 1, size - 1);
-    switch (data[0] % 5) {
+    switch (data[0] % 7) {
     case 0:
         line_tables(input);
         break;
@@ -127,6 +289,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         break;
     case 4:
         debug_offsets(input);
+        break;
+    case 5:
+        corrupted_process(input);
+        break;
+    case 6:
+        corrupted_debug_offsets(input);
         break;
     }
     return 0;

@@ -23,9 +23,10 @@ class FakePython {
     static constexpr Address kHeap = 0x10000000;
     static constexpr std::size_t kHeapSize = 64u << 20;
 
-    explicit FakePython(const Layout& layout) : layout_(layout) {
+    explicit FakePython(const Layout& layout, std::size_t heap_size = kHeapSize)
+        : layout_(layout), heap_size_(heap_size) {
         memory_ = std::make_shared<process::FakeMemory>();
-        memory_->map(kHeap, kHeapSize);
+        memory_->map(kHeap, heap_size);
         target_.pid = 4242;
         target_.layout = layout;
         target_.version = layout.version;
@@ -41,6 +42,7 @@ class FakePython {
     }
 
     const LayoutOffsets& off() const { return layout_.off; }
+    std::size_t used() const { return next_; } // bytes of the heap allocated so far
     process::FakeMemory& memory() { return *memory_; }
     python::TargetInfo& target() { return target_; }
 
@@ -48,7 +50,7 @@ class FakePython {
         next_ = (next_ + align - 1) / align * align;
         Address at = kHeap + next_;
         next_ += size;
-        if (next_ > kHeapSize) std::abort();
+        if (next_ > heap_size_) std::abort();
         return at;
     }
     template <class T>
@@ -256,6 +258,7 @@ class FakePython {
     }
 
     Layout layout_;
+    std::size_t heap_size_;
     python::TargetInfo target_;
     std::shared_ptr<process::FakeMemory> memory_;
     std::size_t next_ = 0;
