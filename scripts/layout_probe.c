@@ -85,6 +85,7 @@ int main(void) {
 #elif PY_VERSION_HEX < 0x030D0000
     O(tstate_cframe, PyThreadState, cframe);
     O(cframe_current_frame, _PyCFrame, current_frame);
+    O(cframe_previous, _PyCFrame, previous);
 #else
     O(tstate_current_frame, PyThreadState, current_frame);
     O(tstate_status, PyThreadState, _status);

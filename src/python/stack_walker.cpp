@@ -213,14 +213,24 @@ class InterpreterFrameWalker final : public StackWalker {
                         : o.tstate_current_frame != kAbsent ? thread.tstate + o.tstate_current_frame
                                                             : 0;
         out.head = thread.frame;
-        if (thread.frame == 0) return;
+        // 3.11 / 3.12: a new eval loop publishes its cframe (tstate->cframe) before it sets
+        // the cframe's current frame; only the outermost cframe may have none.
+        const bool via_cframe = thread.cframe != 0 && o.cframe_current_frame != kAbsent;
+        if (thread.frame == 0 && !via_cframe) return;
         if (frame_read_size_ == 0)
             return fail(out, StackEnd::corrupt, {Errc::unsupported, thread.frame});
         std::vector<Address>& outside = outside_frames(thread.tstate);
         speculated_.assign(outside.begin(), outside.end());
-        if (auto fresh = copy_current_chunk(thread, out.head_slot)) out.head = *fresh;
+        Address outer_cframe = 0;
+        if (auto fresh = copy_current_chunk(
+                thread, out.head_slot,
+                via_cframe && o.cframe_previous != kAbsent ? thread.cframe + o.cframe_previous : 0,
+                outer_cframe))
+            out.head = *fresh;
         Address frame = out.head;
         outside.clear(); // refilled with the frames this walk meets outside the chunks
+        if (frame == 0 && outer_cframe != 0)
+            return fail(out, StackEnd::inconsistent, {Errc::corrupt, thread.cframe});
         if (frame == 0) return;
 
         std::uint8_t* single = single_.data();
@@ -371,7 +381,9 @@ class InterpreterFrameWalker final : public StackWalker {
     // The head pointer, the used part of the current chunk (and a little more, for frames
     // pushed since the thread list was read), and the frames of the previous walk that were
     // outside the chunks, in one call. Returns the head as read with the chunk.
-    std::optional<Address> copy_current_chunk(const ThreadRecord& thread, Address head_slot) {
+    std::optional<Address> copy_current_chunk(const ThreadRecord& thread, Address head_slot,
+                                              Address outer_cframe_slot, Address& outer_cframe) {
+        outer_cframe = 0;
         Address chunk = thread.datastack_chunk;
         Address top = thread.datastack_top;
         current_chunk_ = current_chunk_size_ = 0;
@@ -389,18 +401,22 @@ class InterpreterFrameWalker final : public StackWalker {
         Address head = 0;
         ops_.clear();
         if (head_slot != 0) ops_.push_back({head_slot, &head, sizeof head});
+        if (outer_cframe_slot != 0)
+            ops_.push_back({outer_cframe_slot, &outer_cframe, sizeof outer_cframe});
         ops_.push_back({chunk, buffer_.data(), length});
         for (std::size_t i = 0; i < speculated_.size(); ++i)
             ops_.push_back({speculated_[i], speculated_bytes_.data() + i * frame_read_size_,
                             frame_read_size_});
         bool have_head = false;
-        const std::size_t head_ops = head_slot != 0 ? 2 : 1;
+        const std::size_t head_ops =
+            (head_slot != 0 ? 1u : 0u) + (outer_cframe_slot != 0 ? 1u : 0u) + 1u;
         if (memory_.read_many(ops_)) {
             speculated_read_ = true;
             have_head = head_slot != 0;
         } else if (memory_.read_many(std::span(ops_).first(head_ops))) {
             have_head = head_slot != 0;
         } else {
+            outer_cframe = 0;
             length = top - chunk;
             if (!memory_.read(chunk, buffer_.data(), length)) return std::nullopt;
         }
@@ -498,6 +514,8 @@ const char* stack_end_name(StackEnd end) noexcept {
         return "too deep";
     case StackEnd::corrupt:
         return "corrupt";
+    case StackEnd::inconsistent:
+        return "inconsistent";
     }
     return "?";
 }

@@ -86,6 +86,7 @@ StackOutcome StackReader::resolve(std::vector<FrameId>& out, bool thread_stopped
     process::RemoteMemory& memory = process_.memory();
     const python::Layout& layout = process_.layout();
 
+    if (raw_.end == python::StackEnd::inconsistent) return torn(stats_.torn_changed);
     // One batched read: the walk's consistency words and the headers of the cached codes.
     batch_.clear();
     process_.walker().add_verification(raw_, batch_);

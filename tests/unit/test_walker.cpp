@@ -173,11 +173,14 @@ TEST_P(Walker, StackThatChangesWhileReadIsRetried) {
     ASSERT_TRUE(process->read_threads(threads));
     FrameTable frames;
     StackReader reader(*process, frames, {});
-    // The walk's first read copies the innermost frame (3.11+: the head pointer, then the
-    // chunk); before the next read, its caller link changes.
+    // Up to 3.10 the walk's first read copies the innermost frame, and its caller link changes
+    // before the next one. 3.11+ copies the head pointer (3.11 / 3.12: and the cframe's outer
+    // link) and the chunk in one batch; the link changes before the check that follows it.
+    const auto& o = layout().off;
+    std::uint64_t batch = 2 + (o.cframe_previous != spyglass::python::kAbsent ? 1 : 0);
     std::uint64_t reads = 0;
     s.fake.memory().on_read([&](std::uint64_t) {
-        if (++reads == (new_model() ? 3u : 2u)) relink(s.fake, layout(), first, second);
+        if (++reads == (new_model() ? batch + 1 : 2u)) relink(s.fake, layout(), first, second);
     });
     std::vector<spyglass::sampling::FrameId> ids;
     ASSERT_EQ(reader.read(threads[0], ids), StackOutcome::ok);
@@ -266,6 +269,7 @@ TEST_P(Walker, ReusedCodeAddressIsNoticed) {
 
 class ChunkWalker : public Walker {};
 class ShimWalker : public Walker {};
+class CframeWalker : public Walker {};
 
 TEST_P(ChunkWalker, DeepStackAcrossTwoChunks) {
     Setup s(layout());
@@ -298,6 +302,60 @@ TEST_P(ChunkWalker, GeneratorFramesLiveOnTheHeap) {
     auto callers = expected_chain(2, "caller");
     want.insert(want.end(), callers.begin(), callers.end());
     expect_frames(read(*process, outcome), want);
+}
+
+// A generator's frame has a caller only while it runs. A walk that reads the thread's frames as
+// running and the generator's as suspended (it yielded meanwhile) ends at the generator: that
+// is a torn read, not the thread's stack, on every version (<= 3.10: by the code's flags).
+TEST_P(Walker, ChainEndingAtASuspendedGeneratorIsTorn) {
+    Setup s(layout());
+    Address code = s.fake.code("squares", "/src/app.py", 50);
+    s.fake.put<std::int32_t>(code, layout().off.code_flags, 0x20 | 0x3); // CO_GENERATOR
+    Address frame = 0;
+    if (new_model()) {
+        frame = s.fake.alloc(256);
+        s.fake.interpreter_frame(frame, code, 0, 3,
+                                 static_cast<std::uint8_t>(layout().off.owner_generator));
+    } else {
+        frame = s.fake.frame_object(code, 0, 3);
+    }
+    s.point_at(frame);
+    auto process = s.fake.process();
+    std::vector<spyglass::python::ThreadRecord> threads;
+    ASSERT_TRUE(process->read_threads(threads));
+    FrameTable frames;
+    StackReader reader(*process, frames, {});
+    std::vector<spyglass::sampling::FrameId> ids;
+    EXPECT_EQ(reader.read(threads[0], ids), StackOutcome::torn);
+    EXPECT_EQ(reader.stats().torn_suspended, 4u);
+    // A stopped thread in that state is one moment of it up to 3.11 (a generator driven from
+    // C on a thread with no Python frame); from 3.12 such a C call has an entry frame first.
+    bool entry_frames = layout().off.owner_cstack != spyglass::python::kAbsent;
+    EXPECT_EQ(reader.read(threads[0], ids, {.thread_stopped = true, .retries = 0}),
+              entry_frames ? StackOutcome::torn : StackOutcome::ok);
+}
+
+// 3.11 / 3.12: a new eval loop publishes its cframe before setting the cframe's current
+// frame. A cframe with no frame that is not the outermost one is such a moment: torn.
+TEST_P(CframeWalker, NestedCframeWithoutAFrameIsTorn) {
+    const auto& o = layout().off;
+    Setup s(layout());
+    s.point_at(chain(s.fake, 2, &s.chunk));
+    std::uint64_t outer = 0;
+    s.fake.memory().read(s.tstate + o.tstate_cframe, &outer, 8);
+    Address nested = s.fake.alloc(64);
+    s.fake.put<std::uint64_t>(nested, o.cframe_previous, outer);
+    s.fake.put<std::uint64_t>(nested, o.cframe_current_frame, 0);
+    s.fake.put<std::uint64_t>(s.tstate, o.tstate_cframe, nested);
+    auto process = s.fake.process();
+    StackOutcome outcome;
+    EXPECT_TRUE(read(*process, outcome).empty());
+    EXPECT_EQ(outcome, StackOutcome::torn);
+    // The outermost cframe without a frame is a thread with no Python frames.
+    s.fake.put<std::uint64_t>(s.tstate, o.tstate_cframe, outer);
+    s.point_at(0);
+    EXPECT_TRUE(read(*process, outcome).empty());
+    EXPECT_EQ(outcome, StackOutcome::ok);
 }
 
 TEST_P(ShimWalker, ShimFramesAreSkipped) {
@@ -365,6 +423,11 @@ INSTANTIATE_TEST_SUITE_P(ChunkLayouts, ChunkWalker,
 INSTANTIATE_TEST_SUITE_P(ShimLayouts, ShimWalker,
                          ::testing::ValuesIn(layouts_where([](const Layout& l) {
                              return l.off.owner_cstack != spyglass::python::kAbsent;
+                         })),
+                         layout_name);
+INSTANTIATE_TEST_SUITE_P(CframeLayouts, CframeWalker,
+                         ::testing::ValuesIn(layouts_where([](const Layout& l) {
+                             return l.off.cframe_previous != spyglass::python::kAbsent;
                          })),
                          layout_name);
 

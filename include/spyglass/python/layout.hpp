@@ -28,7 +28,7 @@ inline constexpr std::uint32_t kAbsent = 0xffffffffu;
     X(gil_locked) X(gil_last_holder)                                                               \
     /* PyThreadState */                                                                            \
     X(tstate_size) X(tstate_next) X(tstate_interp) X(tstate_frame) X(tstate_cframe)                \
-    X(cframe_current_frame) X(tstate_current_frame) X(tstate_thread_id)                            \
+    X(cframe_current_frame) X(cframe_previous) X(tstate_current_frame) X(tstate_thread_id)         \
     X(tstate_native_thread_id) X(tstate_datastack_chunk) X(tstate_datastack_top)                   \
     X(tstate_status) X(tstate_holds_gil_bit) X(tstate_state)                                       \
     /* PyFrameObject (up to 3.10) */                                                               \

@@ -32,6 +32,7 @@ enum class StackEnd : std::uint8_t {
     cycle,       // a frame pointed back into the chain
     too_deep,    // more than kMaxFrames frames
     corrupt,     // a frame failed validation (wrong type, outside its stack chunk)
+    inconsistent, // read at a moment the thread's own state did not agree with itself
 };
 
 const char* stack_end_name(StackEnd end) noexcept;
