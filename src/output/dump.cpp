@@ -57,6 +57,8 @@ std::string format_dump_text(const sampling::ProcessSnapshot& snapshot,
         }
         if (thread.outcome == sampling::StackOutcome::torn)
             out += "    <the stack kept changing while it was read; frames may be mixed>\n";
+        else if (thread.paused)
+            out += "    (read while the thread was paused)\n";
     }
     return out;
 }
@@ -90,6 +92,7 @@ std::string format_dump_json(const sampling::ProcessSnapshot& snapshot,
         json.field("gil", thread.holds_gil);
         json.field("interpreter", thread.interp_index);
         json.field("stack", sampling::stack_outcome_name(thread.outcome));
+        json.field("paused", thread.paused);
         json.key("frames").begin_array();
         for (std::size_t i = 0; i < thread.frames.size(); ++i) {
             const sampling::Frame& frame = frames.get(thread.frames[i]);
