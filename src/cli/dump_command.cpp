@@ -18,7 +18,7 @@ int run_dump(const DumpOptions& options) {
         print_error(process.error().message);
         return 1;
     }
-    sampling::FrameTable frames;
+    model::FrameTable frames;
     sampling::SnapshotOptions snapshot_options;
     snapshot_options.locals = options.locals;
     snapshot_options.pause = options.blocking      ? sampling::PauseMode::always

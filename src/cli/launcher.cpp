@@ -5,8 +5,8 @@
 
 namespace spyglass::cli {
 
-Result<Started> start_session(const SamplingOptions& options, sampling::FrameTable& frames,
-                              sampling::StackTable& stacks, bool) {
+Result<Started> start_session(const SamplingOptions& options, model::FrameTable& frames,
+                              model::StackTable& stacks, bool) {
     if ((options.pid != 0) == !options.command.empty())
         return fail(
             Errc::invalid_argument,
@@ -22,23 +22,24 @@ Result<Started> start_session(const SamplingOptions& options, sampling::FrameTab
     session_options.duration_s = options.duration;
     session_options.jitter = options.jitter;
     session_options.subprocesses = options.subprocesses;
-    session_options.sampler.mode =
-        options.mode == "cpu" ? sampling::SampleMode::cpu : sampling::SampleMode::wall;
-    session_options.sampler.gil_only = options.gil;
+    session_options.sampler.filter.mode =
+        options.mode == "cpu" ? model::SampleMode::cpu : model::SampleMode::wall;
+    session_options.sampler.filter.gil_only = options.gil;
     if (options.blocking && options.nonblocking)
         return fail(Errc::invalid_argument, "--blocking and --nonblocking contradict each other");
     session_options.sampler.pause = options.blocking      ? sampling::PauseMode::always
                                     : options.nonblocking ? sampling::PauseMode::never
                                                           : sampling::PauseMode::when_torn;
-    session_options.sampler.stack.function_lines = options.function;
-    session_options.sampler.stack.no_lines = options.nolineno;
+    session_options.stacks.function_lines = options.function;
+    session_options.stacks.no_lines = options.nolineno;
+    session_options.command = options.pid != 0 ? process::cmdline(options.pid) : options.command;
 
     Started started;
+    started.command = session_options.command;
     started.session = std::make_unique<sampling::Session>(frames, stacks, session_options);
     if (options.pid != 0) {
         if (auto attached = started.session->attach(options.pid); !attached)
             return std::unexpected(attached.error());
-        started.command = process::cmdline(options.pid);
         return started;
     }
     auto child = process::Child::launch(options.command);
@@ -47,7 +48,6 @@ Result<Started> start_session(const SamplingOptions& options, sampling::FrameTab
     set_forward_target(started.child->pid());
     process::Child* launched = started.child.get();
     started.session->watch(launched->pid(), [launched] { return !launched->exited(); });
-    started.command = options.command;
     return started;
 }
 

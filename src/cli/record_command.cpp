@@ -10,8 +10,8 @@
 #include "spyglass/cli/output_file.hpp"
 #include "spyglass/cli/signals.hpp"
 #include "spyglass/cli/summary.hpp"
+#include "spyglass/model/aggregator.hpp"
 #include "spyglass/output/writer.hpp"
-#include "spyglass/sampling/aggregator.hpp"
 
 namespace spyglass::cli {
 
@@ -88,48 +88,32 @@ int run_record(const RecordOptions& options) {
     }
 
     const std::atomic<int>& stop = install_stop_handlers();
-    sampling::FrameTable frames;
-    sampling::StackTable stacks;
+    model::FrameTable frames;
+    model::StackTable stacks;
     auto started = start_session(options.sampling, frames, stacks);
     if (!started) {
         print_error(started.error().message);
         return started.error().code == Errc::invalid_argument ? 2 : 1;
     }
-    sampling::SampleMode mode =
-        options.sampling.mode == "cpu" ? sampling::SampleMode::cpu : sampling::SampleMode::wall;
-    sampling::Aggregator aggregator(frames, stacks, output::needs_timeline(format), mode,
-                                    options.sampling.gil);
+    model::Aggregator aggregator(frames, stacks, output::needs_timeline(format));
     StatusLine status(options.sampling.duration, options.sampling.rate);
-    sampling::SessionResult result = started->session->run(
+    sampling::SessionResult session = started->session->run(
         aggregator, stop, [&](const sampling::Progress& progress) { status.update(progress); });
     status.clear();
+    const model::RecordingTotals& result = session.totals;
 
-    sampling::ProfileInfo info;
-    info.command = started->command;
-    info.pids = result.pids;
-    info.python_version = result.python_version;
-    info.mode = mode;
-    info.gil_only = options.sampling.gil;
-    info.per_thread_roots = options.threads;
-    info.per_process_roots = result.pids.size() > 1 || options.sampling.subprocesses;
-    info.rate_hz = options.sampling.rate;
-    info.period_ns = static_cast<std::uint64_t>(1e9 / options.sampling.rate);
-    info.start_unix_ns = result.start_unix_ns;
-    info.duration_ns = result.totals.elapsed_ns;
-    info.samples = result.totals.samples;
-    info.ticks = result.totals.ticks;
-    info.late_ticks = result.totals.late_ticks;
-    info.errors = result.totals.errors;
-    info.labels.full_filenames = options.full_filenames;
-    info.labels.line_numbers = !options.sampling.nolineno;
+    model::DisplayOptions display;
+    display.per_thread_roots = options.threads;
+    display.labels.full_filenames = options.full_filenames;
+    display.labels.line_numbers = !options.sampling.nolineno;
     if (result.pids.empty()) {
         // Launch mode and no interpreter was ever sampled: an empty profile would only hide it.
         int exit_status = finish(*started);
         std::string command = output::join_words(started->command);
-        if (result.end != sampling::SessionEnd::targets_exited)
+        if (result.end != model::RecordingEnd::targets_exited)
             print_error(fmt::format("`{}` did not start a Python interpreter in {:.1f} s: no "
                                     "profile written",
-                                    command, static_cast<double>(result.totals.elapsed_ns) / 1e9));
+                                    command, static_cast<double>(result.elapsed_ns) / 1e9));
         else if (result.found_interpreter)
             print_error(fmt::format("`{}` exited before its Python interpreter could be sampled: "
                                     "no profile written",
@@ -140,7 +124,7 @@ int run_record(const RecordOptions& options) {
                                     command));
         return exit_status != 0 ? exit_status : 1;
     }
-    sampling::Profile profile = aggregator.profile(info);
+    model::Profile profile = aggregator.profile(display);
 
     auto stream = out->begin_write();
     Result<void> written =
@@ -152,25 +136,25 @@ int run_record(const RecordOptions& options) {
         return 1;
     }
 
-    double seconds = static_cast<double>(result.totals.elapsed_ns) / 1e9;
-    double achieved = seconds > 0 ? static_cast<double>(result.totals.ticks) / seconds : 0;
-    double error_share = result.totals.samples > 0
-                             ? 100.0 * static_cast<double>(result.totals.errors) /
-                                   static_cast<double>(result.totals.samples)
-                             : 0;
+    double seconds = static_cast<double>(result.elapsed_ns) / 1e9;
+    double achieved = seconds > 0 ? static_cast<double>(result.ticks) / seconds : 0;
+    double error_share = result.samples > 0 ? 100.0 * static_cast<double>(result.errors) /
+                                                  static_cast<double>(result.samples)
+                                            : 0;
     std::string ending;
-    if (result.end == sampling::SessionEnd::targets_exited)
+    if (result.end == model::RecordingEnd::targets_exited)
         ending = result.pids.empty() ? "the command exited before its Python interpreter started; "
                  : started->child    ? "the command exited; "
                                      : "the target exited; ";
-    if (std::string warning = pause_failure_warning(result.pauses); !warning.empty())
-        std::fprintf(stderr, "spyglass: warning: %s\n", warning.c_str());
+    for (const std::string& warning :
+         {pause_failure_warning(result.pauses), dropped_warning(result)})
+        if (!warning.empty()) std::fprintf(stderr, "spyglass: warning: %s\n", warning.c_str());
     std::fprintf(
         stderr,
         "spyglass: %s%s in %.1f s at %.1f Hz (asked %g), %s, %s (%.2f%%)%s; wrote %s to %s\n",
         ending.c_str(), count_of(aggregator.kept_samples(), "sample").c_str(), seconds, achieved,
-        options.sampling.rate, count_of(result.totals.late_ticks, "late tick").c_str(),
-        count_of(result.totals.errors, "sampling error").c_str(), error_share,
+        options.sampling.rate, count_of(result.late_ticks, "late tick").c_str(),
+        count_of(result.errors, "sampling error").c_str(), error_share,
         pause_summary(result.pauses).c_str(), output::format_name(format),
         out->path() == "-" ? "standard output" : out->path().c_str());
     return finish(*started);

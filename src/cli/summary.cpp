@@ -22,14 +22,20 @@ std::string count_of(std::uint64_t n, std::string_view singular, std::string_vie
     return output::with_commas(n) + " " + noun;
 }
 
-std::string pause_summary(const sampling::PauseStats& pauses) {
+std::string pause_summary(const model::PauseSummary& pauses) {
     if (pauses.pauses == 0) return "";
-    const sampling::LatencyHistogram& d = pauses.durations;
     return fmt::format("; {} (p50 {}, p99 {}, max {})", count_of(pauses.pauses, "pause"),
-                       duration(d.quantile(0.5)), duration(d.quantile(0.99)), duration(d.max()));
+                       duration(pauses.p50_ns), duration(pauses.p99_ns), duration(pauses.max_ns));
 }
 
-std::string pause_failure_warning(const sampling::PauseStats& pauses) {
+std::string dropped_warning(const model::RecordingTotals& totals) {
+    if (totals.dropped == 0) return "";
+    return fmt::format("{} could not be resolved in time (the resolver fell behind) and are "
+                       "missing from the profile",
+                       count_of(totals.dropped, "sample"));
+}
+
+std::string pause_failure_warning(const model::PauseSummary& pauses) {
     if (pauses.failed == 0) return "";
     std::string why = !pauses.refusal.empty() ? pauses.refusal
                       : pauses.timed_out > 0  ? "threads did not stop in time"

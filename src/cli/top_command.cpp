@@ -142,7 +142,7 @@ class TargetHeader {
         target_.command = started.command;
         target_.rate_hz = options.sampling.rate;
         target_.mode =
-            options.sampling.mode == "cpu" ? sampling::SampleMode::cpu : sampling::SampleMode::wall;
+            options.sampling.mode == "cpu" ? model::SampleMode::cpu : model::SampleMode::wall;
         target_.gil_only = options.sampling.gil;
         if (options.sampling.pid != 0)
             fallback_ = options.sampling.pid;
@@ -158,7 +158,8 @@ class TargetHeader {
     const output::TopTarget& finish(const output::TopModel& model,
                                     const sampling::SessionResult& result) {
         update(model);
-        if (!result.python_version.empty()) target_.python_version = result.python_version;
+        if (!result.totals.python_version.empty())
+            target_.python_version = result.totals.python_version;
         return target_;
     }
 
@@ -180,11 +181,12 @@ Printed print(const std::string& text) {
 }
 
 void say_how_it_ended(const sampling::SessionResult& result, const Started& started) {
-    if (result.end != sampling::SessionEnd::targets_exited) return;
-    std::fputs(result.pids.empty() ? "spyglass: the command exited before its Python interpreter "
-                                     "started\n"
-               : started.child     ? "spyglass: the command exited\n"
-                                   : "spyglass: the target exited\n",
+    if (result.totals.end != model::RecordingEnd::targets_exited) return;
+    std::fputs(result.totals.pids.empty()
+                   ? "spyglass: the command exited before its Python interpreter "
+                     "started\n"
+               : started.child ? "spyglass: the command exited\n"
+                               : "spyglass: the target exited\n",
                stderr);
 }
 
@@ -276,7 +278,7 @@ int run_screen(Run& run, std::unique_ptr<output::TopScreen> screen, LogCapture& 
     if (quit && launched) run.started.child->signal(SIGINT);
     const sampling::SessionResult& result = worker.finish();
     logs.restore();
-    if (result.end != sampling::SessionEnd::stopped) {
+    if (result.totals.end != model::RecordingEnd::stopped) {
         // It ended by itself: what was on the screen stays readable.
         run.model.set_paused(false);
         run.view.paused = false;
@@ -296,8 +298,8 @@ int run_top(const TopOptions& options) {
     const std::atomic<int>& signals = install_stop_handlers();
     SamplingOptions sampling_options = options.sampling;
     if (options.once && sampling_options.duration == 0) sampling_options.duration = 5;
-    sampling::FrameTable frames;
-    sampling::StackTable stacks;
+    model::FrameTable frames;
+    model::StackTable stacks;
     auto started = start_session(sampling_options, frames, stacks);
     if (!started) {
         print_error(started.error().message);
@@ -305,15 +307,13 @@ int run_top(const TopOptions& options) {
     }
     output::TopModelOptions model_options;
     model_options.rate_hz = options.sampling.rate;
-    model_options.mode =
-        options.sampling.mode == "cpu" ? sampling::SampleMode::cpu : sampling::SampleMode::wall;
-    model_options.gil_only = options.sampling.gil;
     model_options.line_numbers = !options.sampling.nolineno;
     output::TopModel model(frames, stacks, model_options);
 
     Run run{options, *started, model, signals, {}};
     run.view.query.by_line = options.lines;
-    run.view.query.view = model_options.mode;
+    run.view.query.view =
+        options.sampling.mode == "cpu" ? model::SampleMode::cpu : model::SampleMode::wall;
     run.view.interval_s = options.delay;
     run.view.full_filenames = options.full_filenames;
 

@@ -9,7 +9,7 @@ namespace spyglass::output {
 
 namespace {
 
-std::string thread_state(const sampling::ThreadSnapshot& thread) {
+std::string thread_state(const model::ThreadSnapshot& thread) {
     std::string state = thread.on_cpu ? "active" : "idle";
     if (thread.holds_gil) state += ", +gil";
     return state;
@@ -17,16 +17,16 @@ std::string thread_state(const sampling::ThreadSnapshot& thread) {
 
 } // namespace
 
-std::string format_dump_text(const sampling::ProcessSnapshot& snapshot,
-                             const sampling::FrameTable& frames) {
+std::string format_dump_text(const model::ProcessSnapshot& snapshot,
+                             const model::FrameTable& frames) {
     std::string out;
     auto it = std::back_inserter(out);
     fmt::format_to(it, "Process {}: {}\n", snapshot.pid, join_words(snapshot.command));
-    fmt::format_to(it, "Python {} ({})\n", snapshot.version.to_string(), snapshot.executable);
+    fmt::format_to(it, "Python {} ({})\n", snapshot.python_version, snapshot.executable);
     for (const std::string& note : snapshot.notes)
         fmt::format_to(it, "note: {}\n", note);
-    const sampling::StringTable& strings = frames.strings();
-    for (const sampling::ThreadSnapshot& thread : snapshot.threads) {
+    const model::StringTable& strings = frames.strings();
+    for (const model::ThreadSnapshot& thread : snapshot.threads) {
         fmt::format_to(it, "\nThread {} [0x{:x}] \"{}\" ({}){}\n", thread.tid, thread.thread_id,
                        thread.name, thread_state(thread),
                        thread.interp_index > 0
@@ -34,8 +34,8 @@ std::string format_dump_text(const sampling::ProcessSnapshot& snapshot,
                            : "");
         if (thread.frames.empty()) out += "    (no Python frames)\n";
         for (std::size_t i = 0; i < thread.frames.size(); ++i) {
-            const sampling::Frame& frame = frames.get(thread.frames[i]);
-            if (frame.kind == sampling::FrameKind::marker) {
+            const model::Frame& frame = frames.get(thread.frames[i]);
+            if (frame.kind == model::FrameKind::marker) {
                 fmt::format_to(it, "    {}\n", strings.view(frame.function));
                 continue;
             }
@@ -55,7 +55,7 @@ std::string format_dump_text(const sampling::ProcessSnapshot& snapshot,
                 }
             }
         }
-        if (thread.outcome == sampling::StackOutcome::torn)
+        if (thread.status == model::StackStatus::torn)
             out += "    <the stack kept changing while it was read; frames may be mixed>\n";
         else if (thread.paused)
             out += "    (read while the thread was paused)\n";
@@ -63,18 +63,18 @@ std::string format_dump_text(const sampling::ProcessSnapshot& snapshot,
     return out;
 }
 
-std::string format_dump_json(const sampling::ProcessSnapshot& snapshot,
-                             const sampling::FrameTable& frames) {
+std::string format_dump_json(const model::ProcessSnapshot& snapshot,
+                             const model::FrameTable& frames) {
     std::string out;
     JsonWriter json(out);
-    const sampling::StringTable& strings = frames.strings();
+    const model::StringTable& strings = frames.strings();
     json.begin_object();
     json.field("pid", static_cast<std::int64_t>(snapshot.pid));
     json.key("command").begin_array();
     for (const std::string& word : snapshot.command)
         json.value(word);
     json.end_array();
-    json.field("python_version", snapshot.version.to_string());
+    json.field("python_version", snapshot.python_version);
     json.field("executable", snapshot.executable);
     json.field("python_binary", snapshot.python_binary);
     json.key("notes").begin_array();
@@ -82,7 +82,7 @@ std::string format_dump_json(const sampling::ProcessSnapshot& snapshot,
         json.value(note);
     json.end_array();
     json.key("threads").begin_array();
-    for (const sampling::ThreadSnapshot& thread : snapshot.threads) {
+    for (const model::ThreadSnapshot& thread : snapshot.threads) {
         json.begin_object();
         json.field("tid", static_cast<std::int64_t>(thread.tid));
         json.field("thread_id", thread.thread_id);
@@ -91,14 +91,14 @@ std::string format_dump_json(const sampling::ProcessSnapshot& snapshot,
         json.field("os_state", std::string_view(&thread.os_state, 1));
         json.field("gil", thread.holds_gil);
         json.field("interpreter", thread.interp_index);
-        json.field("stack", sampling::stack_outcome_name(thread.outcome));
+        json.field("stack", model::stack_status_name(thread.status));
         json.field("paused", thread.paused);
         json.key("frames").begin_array();
         for (std::size_t i = 0; i < thread.frames.size(); ++i) {
-            const sampling::Frame& frame = frames.get(thread.frames[i]);
+            const model::Frame& frame = frames.get(thread.frames[i]);
             json.begin_object();
             json.field("function", strings.view(frame.function));
-            if (frame.kind == sampling::FrameKind::marker) {
+            if (frame.kind == model::FrameKind::marker) {
                 json.field("marker", true);
             } else {
                 json.field("file", strings.view(frame.file));

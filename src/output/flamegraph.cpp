@@ -85,18 +85,18 @@ std::string colour(std::string_view function, bool off_cpu) {
 // wide enough to draw, however many distinct call paths there are.
 class Layout {
   public:
-    explicit Layout(const sampling::Profile& profile) : display_(profile) {
+    explicit Layout(const model::Profile& profile) : display_(profile) {
         struct Stack {
             std::size_t begin, end; // in pool
             std::uint64_t count, on_cpu;
         };
         std::vector<DisplayFrames::Id> pool, ids;
         std::vector<Stack> stacks;
-        for (const sampling::AggregatedSample& sample : profile.samples) {
+        for (const model::AggregatedSample& sample : profile.samples) {
             if (sample.count == 0) continue;
-            display_.stack(sample.thread, sample.stack, sample.on_cpu, ids);
+            display_.stack(sample.key.thread, sample.key.stack, sample.key.on_cpu, ids);
             stacks.push_back({pool.size(), pool.size() + ids.size(), sample.count,
-                              sample.on_cpu ? sample.count : 0});
+                              sample.key.on_cpu ? sample.count : 0});
             pool.insert(pool.end(), ids.begin(), ids.end());
             total_ += sample.count;
             on_cpu_ += stacks.back().on_cpu;
@@ -175,22 +175,23 @@ class Layout {
     double scale_ = 0;
 };
 
-std::string subtitle(const sampling::Profile& profile, std::uint64_t total, std::uint64_t on_cpu,
+std::string subtitle(const model::Profile& profile, std::uint64_t total, std::uint64_t on_cpu,
                      std::uint64_t hidden) {
-    const sampling::ProfileInfo& info = profile.info;
+    const model::RecordingInfo& info = profile.info;
+    const model::RecordingTotals& totals = profile.totals;
     std::string text =
         fmt::format("{} samples \u00b7 {:.2f} s at {} Hz \u00b7 {:.1f}% on-CPU \u00b7 {} mode{}",
-                    group_digits(total), static_cast<double>(info.duration_ns) / 1e9, info.rate_hz,
-                    percent(on_cpu, total), info.mode == sampling::SampleMode::cpu ? "cpu" : "wall",
+                    group_digits(total), static_cast<double>(totals.elapsed_ns) / 1e9, info.rate_hz,
+                    percent(on_cpu, total), info.mode == model::SampleMode::cpu ? "cpu" : "wall",
                     info.gil_only ? " (GIL holders only)" : "");
-    if (!info.python_version.empty()) text += " \u00b7 Python " + info.python_version;
-    if (info.pids.size() == 1) text += fmt::format(" \u00b7 pid {}", info.pids[0]);
-    if (info.pids.size() > 1) text += fmt::format(" \u00b7 {} processes", info.pids.size());
+    if (!totals.python_version.empty()) text += " \u00b7 Python " + totals.python_version;
+    if (totals.pids.size() == 1) text += fmt::format(" \u00b7 pid {}", totals.pids[0]);
+    if (totals.pids.size() > 1) text += fmt::format(" \u00b7 {} processes", totals.pids.size());
     auto count = [&](std::uint64_t n, std::string_view one, std::string_view many) {
         if (n != 0) text += fmt::format(" \u00b7 {} {}", group_digits(n), n == 1 ? one : many);
     };
-    count(info.errors, "incomplete sample", "incomplete samples");
-    count(info.late_ticks, "late tick", "late ticks");
+    count(totals.errors, "incomplete sample", "incomplete samples");
+    count(totals.late_ticks, "late tick", "late ticks");
     count(hidden, "frame too small to draw", "frames too small to draw");
     return text;
 }
@@ -213,7 +214,7 @@ void append_title(std::string& out, const DisplayFrames::Entry& frame, const Box
 
 class FlamegraphWriter final : public ProfileWriter {
   public:
-    Result<void> write(const sampling::Profile& profile, std::FILE* out) override {
+    Result<void> write(const model::Profile& profile, std::FILE* out) override {
         Layout layout(profile);
         std::uint32_t depth = 0;
         for (const Box& box : layout.boxes())

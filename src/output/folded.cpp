@@ -24,7 +24,7 @@ void append_field(std::string& out, std::string_view label) {
 
 class FoldedWriter final : public ProfileWriter {
   public:
-    Result<void> write(const sampling::Profile& profile, std::FILE* out) override {
+    Result<void> write(const model::Profile& profile, std::FILE* out) override {
         DisplayFrames display(profile);
         std::vector<std::string> fields; // per display id, made on first use
         auto field = [&](DisplayFrames::Id id) -> const std::string& {
@@ -36,23 +36,29 @@ class FoldedWriter final : public ProfileWriter {
             return fields[id];
         };
         // Merge by stack first (cheap), then by the text it becomes.
-        std::map<std::string, std::uint64_t> lines;
+        struct Line {
+            std::uint64_t count = 0, weight_ns = 0;
+        };
+        std::map<std::string, Line> lines;
         std::vector<DisplayFrames::Id> ids;
         std::string line;
-        for (const sampling::AggregatedSample& sample : profile.samples) {
+        for (const model::AggregatedSample& sample : profile.samples) {
             if (sample.count == 0) continue;
-            display.stack(sample.thread, sample.stack, sample.on_cpu, ids);
+            display.stack(sample.key.thread, sample.key.stack, sample.key.on_cpu, ids);
             line.clear();
             for (std::size_t i = 0; i < ids.size(); ++i) {
                 if (i != 0) line.push_back(';');
                 line += field(ids[i]);
             }
-            lines[line] += sample.count;
+            Line& total = lines[line];
+            total.count += sample.count;
+            total.weight_ns += sample.weight_ns;
         }
         std::string buffer;
-        for (const auto& [stack, count] : lines) {
+        for (const auto& [stack, total] : lines) {
             buffer += stack;
-            fmt::format_to(std::back_inserter(buffer), " {}\n", count);
+            fmt::format_to(std::back_inserter(buffer), " {}\n",
+                           profile.periods(total.weight_ns, total.count));
             if (buffer.size() >= 1 << 16) {
                 if (auto written = write_bytes(out, buffer); !written) return written;
                 buffer.clear();

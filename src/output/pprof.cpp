@@ -53,19 +53,19 @@ void add_num_label(pb::Sample* sample, std::int64_t key, std::int64_t num) {
 // Functions by (name, file, first line), locations by (function, line).
 class Locations {
   public:
-    Locations(const sampling::Profile& profile, pb::Profile& out, Strings& strings)
+    Locations(const model::Profile& profile, pb::Profile& out, Strings& strings)
         : profile_(profile), out_(out), strings_(strings), by_frame_(profile.frames->size(), 0) {}
 
-    std::uint64_t location(sampling::FrameId id) {
+    std::uint64_t location(model::FrameId id) {
         if (id >= by_frame_.size()) by_frame_.resize(profile_.frames->size(), 0);
         std::uint64_t& cached = by_frame_[id];
         if (cached != 0) return cached;
-        const sampling::Frame& frame = profile_.frames->get(id);
-        const sampling::StringTable& text = profile_.frames->strings();
-        if (frame.kind == sampling::FrameKind::marker)
+        const model::Frame& frame = profile_.frames->get(id);
+        const model::StringTable& text = profile_.frames->strings();
+        if (frame.kind == model::FrameKind::marker)
             return cached = add(text.view(frame.function), "", 0, 0);
         return cached = add(text.view(frame.function), text.view(frame.file), frame.first_line,
-                            profile_.info.labels.line_numbers ? frame.line : 0);
+                            profile_.display.labels.line_numbers ? frame.line : 0);
     }
 
     // For samples without any Python frame, which pprof would leave out of every view.
@@ -102,7 +102,7 @@ class Locations {
         return loc->second;
     }
 
-    const sampling::Profile& profile_;
+    const model::Profile& profile_;
     pb::Profile& out_;
     Strings& strings_;
     std::vector<std::uint64_t> by_frame_; // FrameId -> location id, 0 until first used
@@ -140,8 +140,9 @@ Result<void> write_gzip(std::FILE* out, const std::string& data) {
 
 class PprofWriter final : public ProfileWriter {
   public:
-    Result<void> write(const sampling::Profile& profile, std::FILE* out) override {
-        const sampling::ProfileInfo& info = profile.info;
+    Result<void> write(const model::Profile& profile, std::FILE* out) override {
+        const model::RecordingInfo& info = profile.info;
+        const model::RecordingTotals& totals = profile.totals;
         pb::Profile pprof;
         Strings strings(pprof);
         set_type(pprof.add_sample_type(), strings, "samples", "count");
@@ -150,15 +151,15 @@ class PprofWriter final : public ProfileWriter {
         set_type(pprof.mutable_period_type(), strings, "wall", "nanoseconds");
         pprof.set_period(static_cast<std::int64_t>(info.period_ns));
         pprof.set_time_nanos(static_cast<std::int64_t>(info.start_unix_ns));
-        pprof.set_duration_nanos(static_cast<std::int64_t>(info.duration_ns));
+        pprof.set_duration_nanos(static_cast<std::int64_t>(totals.elapsed_ns));
         pprof.set_default_sample_type(
-            strings.id(info.mode == sampling::SampleMode::cpu ? "cpu" : "wall"));
+            strings.id(info.mode == model::SampleMode::cpu ? "cpu" : "wall"));
         if (!info.command.empty())
             pprof.add_comment(strings.id("command: " + join_words(info.command)));
-        if (!info.python_version.empty())
-            pprof.add_comment(strings.id("python: " + info.python_version));
+        if (!totals.python_version.empty())
+            pprof.add_comment(strings.id("python: " + totals.python_version));
         pprof.add_comment(strings.id(
-            fmt::format("mode: {}{}", info.mode == sampling::SampleMode::cpu ? "cpu" : "wall",
+            fmt::format("mode: {}{}", info.mode == model::SampleMode::cpu ? "cpu" : "wall",
                         info.gil_only ? ", gil only" : "")));
 
         std::int64_t state = strings.id("state"), on = strings.id("on-cpu"),
@@ -174,24 +175,24 @@ class PprofWriter final : public ProfileWriter {
         mapping->set_has_filenames(true);
         mapping->set_has_line_numbers(true);
         Locations locations(profile, pprof, strings);
-        for (const sampling::AggregatedSample& sample : profile.samples) {
+        for (const model::AggregatedSample& sample : profile.samples) {
             if (sample.count == 0) continue;
             pb::Sample* entry = pprof.add_sample();
-            std::span<const sampling::FrameId> frames = profile.stacks->get(sample.stack);
-            for (sampling::FrameId frame : frames) // leaf first
+            std::span<const model::FrameId> frames = profile.stacks->get(sample.key.stack);
+            for (model::FrameId frame : frames) // leaf first
                 entry->add_location_id(locations.location(frame));
             if (frames.empty()) entry->add_location_id(locations.no_frames());
             entry->add_value(static_cast<std::int64_t>(sample.count));
-            entry->add_value(static_cast<std::int64_t>(sample.count * info.period_ns));
+            entry->add_value(static_cast<std::int64_t>(sample.weight_ns));
             entry->add_value(static_cast<std::int64_t>(sample.cpu_ns));
-            add_label(entry, state, sample.on_cpu ? on : off);
-            if (sample.thread < profile.threads.size()) {
-                const sampling::ThreadInfo& t = profile.threads[sample.thread];
+            add_label(entry, state, sample.key.on_cpu ? on : off);
+            if (sample.key.thread < profile.threads.size()) {
+                const model::ThreadInfo& t = profile.threads[sample.key.thread];
                 if (!t.name.empty()) add_label(entry, thread, strings.id(t.name));
                 add_num_label(entry, thread_id, t.tid);
                 add_num_label(entry, pid, t.pid);
             }
-            add_label(entry, gil, sample.gil ? yes : no);
+            add_label(entry, gil, sample.key.gil ? yes : no);
         }
         std::string bytes;
         if (!pprof.SerializeToString(&bytes))

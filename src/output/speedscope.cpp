@@ -40,14 +40,14 @@ struct ThreadProfile {
 // Per thread, in the order of Profile::threads: the timeline in time order (consecutive
 // identical stacks merged), else the aggregated samples merged and sorted by their frames'
 // labels.
-std::vector<ThreadProfile> collect(const sampling::Profile& profile, DisplayFrames& display,
+std::vector<ThreadProfile> collect(const model::Profile& profile, DisplayFrames& display,
                                    UniqueStacks& unique) {
     std::vector<ThreadProfile> threads(profile.threads.size());
     for (std::uint32_t i = 0; i < threads.size(); ++i)
         threads[i].thread = i;
     Ids ids;
     if (!profile.timeline.empty()) {
-        for (const sampling::TimelineEntry& entry : profile.timeline) {
+        for (const model::TimelineEntry& entry : profile.timeline) {
             if (entry.count == 0 || entry.thread >= threads.size()) continue;
             ThreadProfile& thread = threads[entry.thread];
             display.stack(entry.thread, entry.stack, entry.on_cpu, ids);
@@ -63,10 +63,10 @@ std::vector<ThreadProfile> collect(const sampling::Profile& profile, DisplayFram
         }
     } else {
         std::vector<std::map<std::uint32_t, std::uint64_t>> merged(threads.size());
-        for (const sampling::AggregatedSample& sample : profile.samples) {
-            if (sample.count == 0 || sample.thread >= threads.size()) continue;
-            display.stack(sample.thread, sample.stack, sample.on_cpu, ids);
-            merged[sample.thread][unique.id(ids)] += sample.count;
+        for (const model::AggregatedSample& sample : profile.samples) {
+            if (sample.count == 0 || sample.key.thread >= threads.size()) continue;
+            display.stack(sample.key.thread, sample.key.stack, sample.key.on_cpu, ids);
+            merged[sample.key.thread][unique.id(ids)] += sample.count;
         }
         auto by_label = [&](const auto& a, const auto& b) {
             const Ids &x = unique.get(a.first), &y = unique.get(b.first);
@@ -93,7 +93,7 @@ double seconds(std::uint64_t ns) {
 
 class SpeedscopeWriter final : public ProfileWriter {
   public:
-    Result<void> write(const sampling::Profile& profile, std::FILE* out) override {
+    Result<void> write(const model::Profile& profile, std::FILE* out) override {
         DisplayFrames display(profile);
         UniqueStacks unique;
         std::vector<ThreadProfile> threads = collect(profile, display, unique);
@@ -127,9 +127,9 @@ class SpeedscopeWriter final : public ProfileWriter {
         json.end_array().end_object();
         json.key("profiles").begin_array();
         for (const ThreadProfile& thread : threads) {
-            const sampling::ThreadInfo& info = profile.threads[thread.thread];
+            const model::ThreadInfo& info = profile.threads[thread.thread];
             std::string name = thread_root_label(info);
-            if (profile.info.per_process_roots) name += fmt::format(" (process {})", info.pid);
+            if (profile.per_process_roots()) name += fmt::format(" (process {})", info.pid);
             json.begin_object();
             json.field("type", "sampled");
             json.field("name", name);

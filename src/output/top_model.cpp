@@ -53,12 +53,6 @@ const char* top_sort_name(TopSort sort) noexcept {
     return "?";
 }
 
-std::size_t TopModel::KeyHash::operator()(const Key& k) const noexcept {
-    std::uint64_t h = (std::uint64_t{k.thread} << 35) ^ (std::uint64_t{k.stack} << 3) ^
-                      (k.on_cpu ? 1u : 0u) ^ (k.gil ? 2u : 0u) ^ (k.error ? 4u : 0u);
-    return static_cast<std::size_t>(h * 0x9E3779B97F4A7C15ull >> 17);
-}
-
 std::uint64_t TopModel::State::now_ns() const noexcept {
     return std::max(latest.elapsed_ns, tick_ns);
 }
@@ -69,13 +63,13 @@ void TopModel::State::restart(Window& window) const {
     window.start = latest;
 }
 
-TopModel::TopModel(const sampling::FrameTable& frames, const sampling::StackTable& stacks,
+TopModel::TopModel(const model::FrameTable& frames, const model::StackTable& stacks,
                    const TopModelOptions& options)
     : frames_(frames), stacks_(stacks), options_(options) {
     intern_row(RowInfo{std::string(kNoFramesFrame), "", 0});
 }
 
-void TopModel::thread(std::uint32_t index, const sampling::ThreadInfo& info) {
+void TopModel::thread(std::uint32_t index, const model::ThreadInfo& info) {
     std::lock_guard lock(mutex_);
     auto it = std::find_if(threads_.begin(), threads_.end(),
                            [&](const TopThread& t) { return t.index == index; });
@@ -90,11 +84,10 @@ void TopModel::thread(std::uint32_t index, const sampling::ThreadInfo& info) {
     if (std::find(pids_.begin(), pids_.end(), info.pid) == pids_.end()) pids_.push_back(info.pid);
 }
 
-void TopModel::sample(const sampling::Sample& sample) {
-    if (options_.mode == sampling::SampleMode::cpu && !sample.on_cpu) return;
-    if (options_.gil_only && !sample.gil) return;
+void TopModel::sample(const model::Sample& sample) {
+    const model::SampleKey& key = sample.key;
     std::lock_guard lock(mutex_);
-    learn_stack(sample.stack);
+    learn_stack(key.stack);
     State& state = live_;
     if (!state.have_tick || sample.time_ns != state.tick_ns) {
         state.previous_ns = state.have_tick ? state.tick_ns : sample.time_ns;
@@ -104,20 +97,23 @@ void TopModel::sample(const sampling::Sample& sample) {
         ++state.cumulative.ticks;
         ++state.current.ticks;
     }
-    if (sample.gil && !state.tick_gil) {
+    if (key.gil && !state.tick_gil) {
         state.tick_gil = true;
         ++state.cumulative.gil_ticks;
         ++state.current.gil_ticks;
     }
-    if (sample.thread >= state.seen.size()) state.seen.resize(sample.thread + 1);
-    state.seen[sample.thread] = ThreadSeen{sample.time_ns, sample.on_cpu, true};
-    Key key{sample.thread, sample.stack, sample.on_cpu, sample.gil,
-            sample.outcome != sampling::StackOutcome::ok};
-    ++state.cumulative.counts[key];
-    ++state.current.counts[key];
+    if (key.thread >= state.seen.size()) state.seen.resize(key.thread + 1);
+    state.seen[key.thread] = ThreadSeen{sample.time_ns, key.on_cpu, true};
+    bool error = sample.status != model::StackStatus::ok;
+    for (Window* window : {&state.cumulative, &state.current}) {
+        Counts& counts = window->counts[key];
+        ++counts.samples;
+        counts.errors += error ? 1 : 0;
+        counts.weight_ns += sample.weight_ns;
+    }
 }
 
-void TopModel::progress(const sampling::Progress& progress) {
+void TopModel::progress(const model::RecordingTotals& progress) {
     std::lock_guard lock(mutex_);
     live_.latest = progress;
 }
@@ -158,14 +154,14 @@ std::uint32_t TopModel::intern_row(RowInfo info) {
     return row;
 }
 
-std::uint32_t TopModel::row_of(sampling::FrameId frame, bool by_line) {
+std::uint32_t TopModel::row_of(model::FrameId frame, bool by_line) {
     std::vector<std::uint32_t>& cache = frame_rows_[by_line ? 1 : 0];
     if (frame >= cache.size()) cache.resize(std::max<std::size_t>(frames_.size(), frame + 1), 0);
     if (cache[frame] != 0) return cache[frame] - 1;
-    const sampling::Frame& f = frames_.get(frame);
+    const model::Frame& f = frames_.get(frame);
     RowInfo info;
     info.function = frames_.strings().view(f.function);
-    if (f.kind != sampling::FrameKind::marker) {
+    if (f.kind != model::FrameKind::marker) {
         info.file = frames_.strings().view(f.file);
         if (options_.line_numbers) info.line = by_line ? f.line : f.first_line;
     }
@@ -174,17 +170,17 @@ std::uint32_t TopModel::row_of(sampling::FrameId frame, bool by_line) {
     return row;
 }
 
-void TopModel::learn_stack(sampling::StackId stack) {
+void TopModel::learn_stack(model::StackId stack) {
     if (stack >= stack_rows_.size())
         stack_rows_.resize(std::max<std::size_t>(stacks_.size(), stack + 1));
     if (stack_rows_[stack].known) return;
-    std::span<const sampling::FrameId> frames = stacks_.get(stack);
+    std::span<const model::FrameId> frames = stacks_.get(stack);
     StackRows entry{};
     for (int by_line = 0; by_line < 2; ++by_line) {
         // A recursive function is in the stack more than once, but counts once per sample.
         ++stamp_;
         scratch_.clear();
-        for (sampling::FrameId frame : frames) {
+        for (model::FrameId frame : frames) {
             std::uint32_t row = row_of(frame, by_line == 1);
             if (row_stamp_[row] == stamp_) continue;
             row_stamp_[row] = stamp_;
@@ -204,36 +200,36 @@ TopTable TopModel::table(const TopQuery& query) const {
     const State& state = frozen_ ? *frozen_ : live_;
     const Window& window = query.interval ? state.last : state.cumulative;
     TopTable table;
-    table.period_s = 1.0 / options_.rate_hz;
     TopStats& stats = table.stats;
 
-    struct Counts {
+    struct RowCounts {
         std::uint64_t own = 0, total = 0, own_on_cpu = 0;
     };
-    std::vector<Counts> counts(rows_.size());
+    std::vector<RowCounts> counts(rows_.size());
     const int by_line = query.by_line ? 1 : 0;
-    for (const auto& [key, count] : window.counts) {
+    for (const auto& [key, sums] : window.counts) {
         if (query.thread && key.thread != *query.thread) continue;
-        stats.samples += count;
-        if (key.on_cpu) stats.on_cpu += count;
-        if (key.gil) stats.gil += count;
-        if (key.error) stats.errors += count;
-        if (query.view == sampling::SampleMode::cpu && !key.on_cpu) continue;
-        table.samples += count;
+        stats.samples += sums.samples;
+        if (key.on_cpu) stats.on_cpu += sums.samples;
+        if (key.gil) stats.gil += sums.samples;
+        stats.errors += sums.errors;
+        if (query.view == model::SampleMode::cpu && !key.on_cpu) continue;
+        const std::uint64_t weight = sums.weight_ns;
+        table.samples += weight;
         const StackRows& rows = stack_rows_[key.stack];
         const std::uint32_t* first = row_pool_.data() + rows.offset[by_line];
-        Counts& own = counts[*first];
-        own.own += count;
-        if (key.on_cpu) own.own_on_cpu += count;
+        RowCounts& own = counts[*first];
+        own.own += weight;
+        if (key.on_cpu) own.own_on_cpu += weight;
         for (std::uint32_t i = 0; i < rows.length[by_line]; ++i)
-            counts[first[i]].total += count;
+            counts[first[i]].total += weight;
     }
 
     stats.ticks = window.ticks;
     stats.gil_ticks = window.gil_ticks;
     const bool over = query.interval;
     std::uint64_t end_ns = over ? window.end_ns : state.now_ns();
-    const sampling::Progress& end = over ? window.end : state.latest;
+    const model::RecordingTotals& end = over ? window.end : state.latest;
     stats.elapsed_ns = end_ns > window.start_ns ? end_ns - window.start_ns : 0;
     stats.session_ticks = end.ticks > window.start.ticks ? end.ticks - window.start.ticks : 0;
     stats.session_ns =

@@ -138,8 +138,8 @@ TopAction apply_key(TopView& view, int key, const std::vector<TopThread>& thread
         break;
     case 'c':
     case 'C':
-        query.view = query.view == sampling::SampleMode::wall ? sampling::SampleMode::cpu
-                                                              : sampling::SampleMode::wall;
+        query.view = query.view == model::SampleMode::wall ? model::SampleMode::cpu
+                                                           : model::SampleMode::wall;
         break;
     case 't':
     case 'T': {
@@ -211,7 +211,7 @@ std::vector<std::string> top_header(const TopTable& table, const TopTarget& targ
                                         : percent(stats.gil_ticks, stats.ticks);
     line = fmt::format("On-CPU {}  Waiting {}  GIL {}", percent(stats.on_cpu, stats.samples),
                        percent(stats.samples - stats.on_cpu, stats.samples), gil);
-    if (target.mode == sampling::SampleMode::cpu) line += "  (--mode cpu: running threads only)";
+    if (target.mode == model::SampleMode::cpu) line += "  (--mode cpu: running threads only)";
     if (target.gil_only) line += "  (--gil: GIL holders only)";
     lines.push_back(std::move(line));
 
@@ -223,7 +223,7 @@ std::vector<std::string> top_header(const TopTable& table, const TopTarget& targ
                 who = thread_label(thread, target.pids.size() > 1);
     }
     line = fmt::format("View {} | {} | {} | {} | Sort {}",
-                       view.query.view == sampling::SampleMode::cpu ? "cpu" : "wall",
+                       view.query.view == model::SampleMode::cpu ? "cpu" : "wall",
                        view.query.by_line ? "By line" : "By function",
                        view.query.interval ? fmt::format("Last {:g}s", view.interval_s)
                                            : std::string("Cumulative"),

@@ -117,16 +117,16 @@ std::string short_filename(std::string_view path) {
     return std::string(path);
 }
 
-std::string frame_label(const sampling::Profile& profile, sampling::FrameId id) {
-    const sampling::Frame& frame = profile.frames->get(id);
-    const sampling::StringTable& strings = profile.frames->strings();
+std::string frame_label(const model::Profile& profile, model::FrameId id) {
+    const model::Frame& frame = profile.frames->get(id);
+    const model::StringTable& strings = profile.frames->strings();
     std::string label(strings.view(frame.function));
-    if (frame.kind == sampling::FrameKind::marker) return label;
+    if (frame.kind == model::FrameKind::marker) return label;
     std::string_view file = strings.view(frame.file);
     if (file.empty()) return label;
     label += " (";
-    label += profile.info.labels.full_filenames ? std::string(file) : short_filename(file);
-    if (profile.info.labels.line_numbers && frame.line > 0)
+    label += profile.display.labels.full_filenames ? std::string(file) : short_filename(file);
+    if (profile.display.labels.line_numbers && frame.line > 0)
         fmt::format_to(std::back_inserter(label), ":{}", frame.line);
     label += ')';
     return label;
@@ -136,12 +136,12 @@ std::string process_root_label(pid_t pid) {
     return fmt::format("process {}", pid);
 }
 
-std::string thread_root_label(const sampling::ThreadInfo& thread) {
+std::string thread_root_label(const model::ThreadInfo& thread) {
     if (thread.name.empty()) return fmt::format("thread {}", thread.tid);
     return fmt::format("thread {} {}", thread.tid, thread.name);
 }
 
-DisplayFrames::DisplayFrames(const sampling::Profile& profile)
+DisplayFrames::DisplayFrames(const model::Profile& profile)
     : profile_(profile), by_frame_(profile.frames->size(), kUnset),
       thread_roots_(profile.threads.size(), kUnset) {}
 
@@ -154,23 +154,23 @@ DisplayFrames::Id DisplayFrames::intern(Entry entry) {
     return id;
 }
 
-DisplayFrames::Id DisplayFrames::frame(sampling::FrameId id) {
+DisplayFrames::Id DisplayFrames::frame(model::FrameId id) {
     if (id >= by_frame_.size()) by_frame_.resize(profile_.frames->size(), kUnset);
     Id& cached = by_frame_[id];
     if (cached != kUnset) return cached;
-    const sampling::Frame& frame = profile_.frames->get(id);
-    const sampling::StringTable& strings = profile_.frames->strings();
+    const model::Frame& frame = profile_.frames->get(id);
+    const model::StringTable& strings = profile_.frames->strings();
     Entry entry;
     entry.label = frame_label(profile_, id);
     entry.function = strings.view(frame.function);
-    if (frame.kind != sampling::FrameKind::marker) {
+    if (frame.kind != model::FrameKind::marker) {
         entry.file = strings.view(frame.file);
-        if (profile_.info.labels.line_numbers) entry.line = frame.line;
+        if (profile_.display.labels.line_numbers) entry.line = frame.line;
     }
     return cached = intern(std::move(entry));
 }
 
-void DisplayFrames::stack(std::uint32_t thread, sampling::StackId stack, bool on_cpu,
+void DisplayFrames::stack(std::uint32_t thread, model::StackId stack, bool on_cpu,
                           std::vector<Id>& out) {
     out.clear();
     auto synthetic = [&](std::string label, bool off_cpu = false) {
@@ -181,20 +181,20 @@ void DisplayFrames::stack(std::uint32_t thread, sampling::StackId stack, bool on
         entry.off_cpu = off_cpu;
         return intern(std::move(entry));
     };
-    const sampling::ThreadInfo* info =
+    const model::ThreadInfo* info =
         thread < profile_.threads.size() ? &profile_.threads[thread] : nullptr;
-    if (profile_.info.per_process_roots && info != nullptr) {
+    if (profile_.per_process_roots() && info != nullptr) {
         auto it = process_roots_.find(info->pid);
         if (it == process_roots_.end())
             it = process_roots_.emplace(info->pid, synthetic(process_root_label(info->pid))).first;
         out.push_back(it->second);
     }
-    if (profile_.info.per_thread_roots && info != nullptr) {
+    if (profile_.display.per_thread_roots && info != nullptr) {
         Id& root = thread_roots_[thread];
         if (root == kUnset) root = synthetic(thread_root_label(*info));
         out.push_back(root);
     }
-    std::span<const sampling::FrameId> frames = profile_.stacks->get(stack);
+    std::span<const model::FrameId> frames = profile_.stacks->get(stack);
     for (auto it = frames.rbegin(); it != frames.rend(); ++it)
         out.push_back(frame(*it));
     if (frames.empty()) {

@@ -46,6 +46,26 @@ CodeFingerprint code_fingerprint(const Layout& layout,
     return fp;
 }
 
+std::uint64_t fingerprint_hash(const CodeFingerprint& fp) noexcept {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (std::uint64_t word :
+         {fp.type, fp.filename, fp.name, fp.qualname, fp.line_table, fp.code,
+          static_cast<std::uint64_t>(fp.size),
+          static_cast<std::uint64_t>(static_cast<std::uint32_t>(fp.first_line))})
+        h = (h ^ word) * 0x100000001b3ull;
+    return h == 0 ? 1 : h;
+}
+
+CodeHeader code_header(const Layout& layout, std::span<const std::uint8_t> header) noexcept {
+    CodeHeader out;
+    out.fingerprint = code_fingerprint(layout, header);
+    out.hash = fingerprint_hash(out.fingerprint);
+    out.flags = load<std::int32_t>(header, layout.off.code_flags);
+    if (layout.frame_model == FrameModel::interpreter_frames)
+        out.first_traceable = load<std::int32_t>(header, layout.off.code_firsttraceable);
+    return out;
+}
+
 process::ReadStatus read_code(process::RemoteMemory& memory, const Layout& layout,
                               const TypeAddresses& types, Address code, CodeInfo& out) {
     const LayoutOffsets& o = layout.off;

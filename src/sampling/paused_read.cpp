@@ -55,6 +55,19 @@ void LatencyHistogram::merge(const LatencyHistogram& other) noexcept {
     max_ = std::max(max_, other.max_);
 }
 
+model::PauseSummary PauseStats::summary() const {
+    model::PauseSummary out;
+    out.pauses = pauses;
+    out.failed = failed;
+    out.timed_out = timed_out;
+    out.refused = refused;
+    out.p50_ns = durations.quantile(0.5);
+    out.p99_ns = durations.quantile(0.99);
+    out.max_ns = durations.max();
+    out.refusal = refusal;
+    return out;
+}
+
 void PauseStats::merge(const PauseStats& other) {
     pauses += other.pauses;
     failed += other.failed;
@@ -64,35 +77,36 @@ void PauseStats::merge(const PauseStats& other) {
     if (refusal.empty()) refusal = other.refusal;
 }
 
-StackOutcome read_stack(python::PythonProcess& process, StackReader& reader,
-                        process::ThreadTracer& tracer, PauseMode mode, python::ThreadRecord record,
-                        std::vector<FrameId>& out, int retries, PauseStats& stats, bool& paused,
-                        const std::function<void()>* while_stopped) {
+CaptureOutcome capture_stack(python::PythonProcess& process, StackCapturer& capturer,
+                             process::ThreadTracer& tracer, PauseMode mode,
+                             python::ThreadRecord record, int retries, PauseStats& stats,
+                             bool& paused,
+                             const std::function<void(CaptureOutcome)>* while_stopped) {
     paused = false;
-    auto done = [&](StackOutcome outcome) {
-        if (while_stopped != nullptr && outcome != StackOutcome::gone) (*while_stopped)();
+    auto done = [&](CaptureOutcome outcome) {
+        if (while_stopped != nullptr && outcome != CaptureOutcome::gone) (*while_stopped)(outcome);
         return outcome;
     };
     // Torn, or cut by a read that failed (the thread had freed what it pointed to): a thread
     // that changes faster than it can be read.
-    auto raced = [&](StackOutcome outcome) {
-        return outcome == StackOutcome::torn ||
-               (outcome == StackOutcome::truncated &&
-                reader.last_raw().end != python::StackEnd::too_deep);
+    auto raced = [&](CaptureOutcome outcome) {
+        return outcome == CaptureOutcome::torn ||
+               (outcome == CaptureOutcome::truncated &&
+                capturer.raw().end != python::StackEnd::too_deep);
     };
     if (mode != PauseMode::always) {
-        StackOutcome outcome =
-            reader.read(record, out, {.thread_stopped = false, .retries = retries});
+        CaptureOutcome outcome =
+            capturer.capture(record, {.thread_stopped = false, .retries = retries});
         if (!raced(outcome) || mode == PauseMode::never || record.tid == 0) return done(outcome);
     }
     // A thread stopped at a bad moment (3.12+: between pushing an eval loop and setting its
     // current frame) reads as torn even when stopped: let it run on and stop it once more.
-    StackOutcome outcome = StackOutcome::torn;
+    CaptureOutcome outcome = CaptureOutcome::torn;
     for (int pauses = 0; pauses < 2; ++pauses) {
         const std::uint64_t start = monotonic_ns();
         auto stopped = tracer.pause(record.tid);
         if (!stopped) {
-            if (stopped.error() == process::PauseFailure::gone) return StackOutcome::gone;
+            if (stopped.error() == process::PauseFailure::gone) return CaptureOutcome::gone;
             ++stats.failed;
             if (stopped.error() == process::PauseFailure::timed_out) ++stats.timed_out;
             if (stopped.error() == process::PauseFailure::refused) {
@@ -100,14 +114,14 @@ StackOutcome read_stack(python::PythonProcess& process, StackReader& reader,
                 if (stats.refusal.empty()) stats.refusal = tracer.refusal();
             }
             // Read it running after all: the share of torn samples says what this cost.
-            if (mode == PauseMode::always && pauses == 0) outcome = reader.read(record, out);
+            if (mode == PauseMode::always && pauses == 0) outcome = capturer.capture(record);
             return done(outcome);
         }
-        outcome = StackOutcome::gone;
+        outcome = CaptureOutcome::gone;
         if (auto status = process.reread_thread(record); status)
-            outcome = reader.read(record, out, {.thread_stopped = true, .retries = 0});
+            outcome = capturer.capture(record, {.thread_stopped = true, .retries = 0});
         else if (status.error().code != Errc::process_gone)
-            outcome = StackOutcome::torn;
+            outcome = CaptureOutcome::torn;
         bool last = pauses == 1 || !raced(outcome);
         if (last) done(outcome);
         tracer.resume(record.tid);

@@ -1,13 +1,12 @@
 #include "spyglass/sampling/process_sampler.hpp"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 namespace spyglass::sampling {
 
 namespace {
-// Thread names come from the target's threading module: look again at most this often while
-// some thread has none yet.
-constexpr std::uint64_t kNamingIntervalNs = 500'000'000;
 // How often to check that the process still runs the program it ran at attach.
 constexpr std::uint64_t kExecCheckIntervalNs = 250'000'000;
 } // namespace
@@ -18,26 +17,22 @@ ThreadRegistry::Entry ThreadRegistry::find_or_add(pid_t pid, pid_t tid, std::uin
     return {it->second, inserted};
 }
 
-ProcessSampler::ProcessSampler(std::unique_ptr<python::PythonProcess> process, FrameTable& frames,
-                               StackTable& stacks, ThreadRegistry& registry,
+ProcessSampler::ProcessSampler(std::unique_ptr<python::PythonProcess> process, std::uint32_t slot,
+                               ThreadRegistry& registry, CaptureQueue& queue,
                                const SamplerOptions& options)
-    : process_(std::move(process)), frames_(frames), stacks_(stacks), registry_(registry),
-      options_(options), reader_(*process_, frames, options.stack),
-      objects_(process_->memory(), process_->target()), tracer_(process_->pid()),
-      exec_watch_(process_->pid(), process_->target().interp_head_slot),
-      torn_marker_(frames.marker("<unreadable: the stack changed while it was read>")) {}
+    : process_(std::move(process)), slot_(slot), registry_(registry), queue_(queue),
+      options_(options), capturer_(*process_, options.retries), tracer_(process_->pid()),
+      exec_watch_(process_->pid(), process_->target().interp_head_slot) {}
 
 ProcessSampler::~ProcessSampler() {
-    const StackReadStats& s = reader_.stats();
-    spdlog::info("process {}: {} stacks read in {} attempts ({} torn: {} unreadable, {} changed, "
-                 "{} bad code, {} bad offset, {} across a yield), {} resolved from cache, {} code "
-                 "objects loaded ({} reused addresses), {} remote reads, thread lists {} batched / "
-                 "{} walked, {} pauses, {} threads seized",
+    const CaptureStats& s = capturer_.stats();
+    spdlog::info("process {}: {} stacks captured in {} attempts ({} torn: {} unreadable, {} "
+                 "changed, {} not code, {} bad offset, {} across a yield), {} remote reads, "
+                 "thread lists {} batched / {} walked, {} pauses, {} threads seized",
                  process_->pid(), s.stacks, s.attempts, s.torn_attempts, s.torn_unreadable,
                  s.torn_changed, s.torn_bad_code, s.torn_bad_offset, s.torn_suspended,
-                 s.resolved_hits, s.code_misses, s.code_stale, process_->memory().read_calls(),
-                 process_->fast_thread_reads(), process_->slow_thread_reads(), pause_stats_.pauses,
-                 tracer_.seized());
+                 process_->memory().read_calls(), process_->fast_thread_reads(),
+                 process_->slow_thread_reads(), pause_stats_.pauses, tracer_.seized());
 }
 
 Result<void> ProcessSampler::check_pausing() {
@@ -55,31 +50,7 @@ bool ProcessSampler::gone() const {
     return !stat || stat->state == 'Z' || stat->state == 'X';
 }
 
-void ProcessSampler::name_threads(SampleSink& sink, std::uint64_t now_ns) {
-    if (!unnamed_threads_ || (last_naming_ns_ != 0 && now_ns - last_naming_ns_ < kNamingIntervalNs))
-        return;
-    last_naming_ns_ = now_ns;
-    unnamed_threads_ = false;
-    std::unordered_map<python::Address, std::unordered_map<std::uint64_t, std::string>> names;
-    for (const python::ThreadRecord& record : records_) {
-        auto it = threads_.find(record.tid);
-        if (it == threads_.end() || it->second.named) continue;
-        if (!names.contains(record.interp))
-            names[record.interp] = objects_.thread_names(record.interp);
-        auto name = names[record.interp].find(record.thread_id);
-        ThreadInfo info{process_->pid(), record.tid, record.thread_id, ""};
-        if (name != names[record.interp].end()) {
-            info.name = name->second;
-            it->second.named = true;
-        } else {
-            info.name = process::task_comm(process_->pid(), record.tid).value_or("");
-            unnamed_threads_ = true;
-        }
-        sink.thread(it->second.index, info);
-    }
-}
-
-ProcessState ProcessSampler::sample(std::uint64_t now_ns, SampleSink& sink, PassStats& stats) {
+ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats) {
     if (now_ns >= next_exec_check_ns_) {
         next_exec_check_ns_ = now_ns + kExecCheckIntervalNs;
         if (exec_watch_.replaced()) return ProcessState::replaced;
@@ -87,8 +58,7 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, SampleSink& sink, Pass
     if (auto status = process_->read_threads(records_); !status) {
         if (status.error().code == Errc::process_gone || gone()) return ProcessState::exited;
         if (exec_watch_.replaced()) return ProcessState::replaced;
-        ++stats.failed_passes; // a thread was starting or exiting: try again next tick
-        return ProcessState::sampling;
+        return ProcessState::sampling; // a thread was starting or exiting: try again next tick
     }
     ++generation_;
 
@@ -97,15 +67,21 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, SampleSink& sink, Pass
         auto it = threads_.find(record.tid);
         if (it == threads_.end() || it->second.thread_id != record.thread_id) {
             // A new thread (or a new one that got the TID of one that exited).
+            auto entry = registry_.find_or_add(process_->pid(), record.tid, record.thread_id);
             ThreadState fresh{process::TaskStatReader(process_->pid(), record.tid)};
-            fresh.index =
-                registry_.find_or_add(process_->pid(), record.tid, record.thread_id).index;
+            fresh.index = entry.index;
             fresh.thread_id = record.thread_id;
             it = threads_.insert_or_assign(record.tid, std::move(fresh)).first;
-            unnamed_threads_ = true;
-            sink.thread(it->second.index,
-                        ThreadInfo{process_->pid(), record.tid, record.thread_id,
-                                   process::task_comm(process_->pid(), record.tid).value_or("")});
+            python::RawFrame* none = nullptr;
+            if (ThreadCapture* seen = queue_.reserve(0, none)) {
+                seen->kind = CaptureKind::thread_seen;
+                seen->process = slot_;
+                seen->thread = entry.index;
+                seen->tid = record.tid;
+                seen->thread_id = record.thread_id;
+                seen->interp = record.interp;
+                queue_.push();
+            }
         }
         ThreadState& thread = it->second;
         thread.generation = generation_;
@@ -133,51 +109,80 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, SampleSink& sink, Pass
         thread.run_ns = run_ns;
         thread.have_run_ns = true;
         thread.on_cpu = on_cpu;
+        // The time since this thread was last looked at: a tick that came late stands for
+        // the ticks it missed (a new thread: one period).
+        std::uint64_t weight = thread.last_seen_ns != 0 && now_ns > thread.last_seen_ns
+                                   ? now_ns - thread.last_seen_ns
+                                   : options_.period_ns;
+        thread.last_seen_ns = now_ns;
 
         bool gil = record.holds_gil == 1;
-        if ((options_.mode == SampleMode::cpu && !on_cpu) || (options_.gil_only && !gil)) {
+        if ((options_.filter.mode == model::SampleMode::cpu && !on_cpu) ||
+            (options_.filter.gil_only && !gil)) {
             ++stats.skipped;
             thread.have_previous = false; // its stack is not known any more
             continue;
         }
-
+        ThreadCapture base;
+        base.process = slot_;
+        base.thread = thread.index;
+        base.tid = record.tid;
+        base.time_ns = now_ns;
+        base.weight_ns = weight;
+        base.cpu_ns = cpu_ns;
+        base.on_cpu = on_cpu;
+        base.gil = gil;
         python::Address frame_pointer = record.cframe != 0 ? record.cframe : record.frame;
-        Sample sample;
-        sample.thread = thread.index;
-        sample.time_ns = now_ns;
-        sample.on_cpu = on_cpu;
-        sample.gil = gil;
-        sample.cpu_ns = cpu_ns;
         if (options_.reuse_idle && !ran && thread.have_previous &&
             frame_pointer == thread.previous_frame) {
-            sample.stack = thread.previous_stack;
-            ++stats.reused;
-        } else {
-            bool paused = false;
-            sample.outcome =
-                read_stack(*process_, reader_, tracer_, options_.pause, record, frame_ids_,
-                           thread.needed_pause ? 0 : -1, pause_stats_, paused);
-            thread.needed_pause = paused && options_.pause == PauseMode::when_torn;
-            if (sample.outcome == StackOutcome::gone) continue;
-            if (sample.outcome == StackOutcome::torn) {
-                frame_ids_.assign(1, torn_marker_);
-                ++stats.errors;
-            } else if (sample.outcome == StackOutcome::truncated) {
-                ++stats.errors;
+            python::RawFrame* none = nullptr;
+            ThreadCapture* slot = queue_.reserve(0, none);
+            if (slot == nullptr) {
+                ++stats.dropped;
+                continue;
             }
-            sample.stack = stacks_.intern(frame_ids_);
-            thread.have_previous = sample.outcome == StackOutcome::ok;
-            thread.previous_frame = frame_pointer;
-            thread.previous_stack = sample.stack;
+            *slot = base;
+            slot->same_stack = true;
+            queue_.push();
+            ++stats.reused;
+            ++stats.samples;
+            continue;
         }
-        ++stats.samples;
-        sink.sample(sample);
+        thread.previous_frame = frame_pointer;
+        if (!push_sample(record, thread, base, stats)) ++stats.dropped;
     }
     // Forget threads that are gone (their /proc files are closed with them).
     std::erase_if(threads_,
                   [&](const auto& entry) { return entry.second.generation != generation_; });
-    name_threads(sink, now_ns);
     return ProcessState::sampling;
+}
+
+bool ProcessSampler::push_sample(const python::ThreadRecord& record, ThreadState& thread,
+                                 ThreadCapture base, PassStats& stats) {
+    bool paused = false;
+    CaptureOutcome outcome = capture_stack(*process_, capturer_, tracer_, options_.pause, record,
+                                           thread.needed_pause ? 0 : -1, pause_stats_, paused);
+    thread.needed_pause = paused && options_.pause == PauseMode::when_torn;
+    thread.have_previous = false;
+    if (outcome == CaptureOutcome::gone) return true;
+    const python::RawStack& raw = capturer_.raw();
+    std::uint32_t depth = outcome == CaptureOutcome::torn ? 0 : raw.depth;
+    python::RawFrame* frames = nullptr;
+    ThreadCapture* slot = queue_.reserve(depth, frames);
+    if (slot == nullptr) return false;
+    std::copy_n(raw.frames.begin(), depth, frames);
+    *slot = base;
+    slot->outcome = outcome;
+    slot->paused = paused;
+    slot->too_deep = raw.end == python::StackEnd::too_deep;
+    queue_.push();
+    thread.have_previous = outcome == CaptureOutcome::ok;
+    ++stats.samples;
+    if (outcome == CaptureOutcome::torn ||
+        (outcome == CaptureOutcome::truncated && !slot->too_deep))
+        ++stats.errors;
+    (void)record;
+    return true;
 }
 
 } // namespace spyglass::sampling

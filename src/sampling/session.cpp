@@ -5,6 +5,7 @@
 #include <ctime>
 #include <map>
 #include <random>
+#include <thread>
 
 #include <dirent.h>
 #include <spdlog/spdlog.h>
@@ -59,8 +60,13 @@ std::map<pid_t, pid_t> parents() {
 
 } // namespace
 
-Session::Session(FrameTable& frames, StackTable& stacks, const SessionOptions& options)
-    : frames_(frames), stacks_(stacks), options_(options) {}
+Session::Session(model::FrameTable& frames, model::StackTable& stacks,
+                 const SessionOptions& options)
+    : frames_(frames), stacks_(stacks), options_(options) {
+    options_.sampler.period_ns = static_cast<std::uint64_t>(1e9 / options_.rate_hz);
+}
+
+Session::~Session() = default;
 
 bool Session::sleep_until(std::uint64_t deadline_ns, const std::atomic<int>& stop) {
     timespec ts{static_cast<time_t>(deadline_ns / 1'000'000'000ull),
@@ -74,11 +80,30 @@ bool Session::sleep_until(std::uint64_t deadline_ns, const std::atomic<int>& sto
     return true;
 }
 
-void Session::retire(ProcessSampler& sampler, SessionResult& result) {
-    result.pauses.merge(sampler.pause_stats());
+void Session::push_event(CaptureKind kind, std::uint32_t slot) {
+    for (;;) {
+        python::RawFrame* none = nullptr;
+        if (ThreadCapture* event = queue_.reserve(0, none)) {
+            event->kind = kind;
+            event->process = slot;
+            queue_.push();
+            return;
+        }
+        // Full: events are rare and must not be lost. Let the resolver make room.
+        queue_.notify();
+        if (options_.resolve_inline && resolver_) {
+            resolver_->drain(queue_);
+        } else {
+            timespec step{0, 100'000};
+            nanosleep(&step, nullptr);
+        }
+    }
 }
 
-Session::~Session() = default;
+void Session::retire(ProcessSampler& sampler) {
+    pauses_.merge(sampler.pause_stats());
+    push_event(CaptureKind::process_retired, sampler.slot());
+}
 
 Result<void> Session::attach(pid_t pid) {
     auto process = python::PythonProcess::attach(pid);
@@ -92,12 +117,24 @@ Result<void> Session::attach(pid_t pid) {
 
 void Session::add_sampler(std::unique_ptr<python::PythonProcess> process) {
     pid_t pid = process->pid();
-    if (python_version_.empty()) python_version_ = process->target().version.to_string();
+    if (totals_.python_version.empty())
+        totals_.python_version = process->target().version.to_string();
+    totals_.found_interpreter = true;
     for (const std::string& note : process->target().notes)
         spdlog::info("process {}: {}", pid, note);
-    if (std::find(pids_.begin(), pids_.end(), pid) == pids_.end()) pids_.push_back(pid);
-    samplers_.push_back(std::make_unique<ProcessSampler>(std::move(process), frames_, stacks_,
-                                                         registry_, options_.sampler));
+    if (std::find(totals_.pids.begin(), totals_.pids.end(), pid) == totals_.pids.end())
+        totals_.pids.push_back(pid);
+    auto context = std::make_shared<ProcessContext>(
+        ProcessContext{process->target(), std::make_shared<process::LiveMemory>(pid)});
+    std::uint32_t slot = next_slot_++;
+    if (resolver_) {
+        resolver_->register_process(slot, context);
+        push_event(CaptureKind::process_added, slot);
+    } else {
+        early_.emplace_back(slot, context);
+    }
+    samplers_.push_back(std::make_unique<ProcessSampler>(std::move(process), slot, registry_,
+                                                         queue_, options_.sampler));
 }
 
 void Session::watch(pid_t pid, std::function<bool()> is_alive) {
@@ -122,7 +159,7 @@ bool Session::try_attach(pid_t pid, bool report_errors) {
         if (!target) {
             process = std::unexpected(target.error());
         } else {
-            found_interpreter_ = true;
+            totals_.found_interpreter = true;
             discovered_.insert_or_assign(pid, *target);
             process = python::PythonProcess::attach(std::move(*target));
         }
@@ -184,42 +221,76 @@ bool Session::anything_alive() const {
     return false;
 }
 
-SessionResult Session::run(SampleSink& sink, const std::atomic<int>& stop,
+SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop,
                            const std::function<void(const Progress&)>& progress) {
     // Default timer slack (50 us) would make every sleep late at high rates.
     ::prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     SessionResult result;
-    const auto period = static_cast<std::uint64_t>(1e9 / options_.rate_hz);
+    const std::uint64_t period = options_.sampler.period_ns;
     const auto duration = static_cast<std::uint64_t>(options_.duration_s * 1e9);
     std::mt19937_64 random(0x5eed);
     std::uniform_int_distribution<std::int64_t> jitter(-static_cast<std::int64_t>(period / 4),
                                                        static_cast<std::int64_t>(period / 4));
+
+    model::RecordingInfo info;
+    info.command = options_.command;
+    info.mode = options_.sampler.filter.mode;
+    info.gil_only = options_.sampler.filter.gil_only;
+    info.subprocesses = options_.subprocesses;
+    info.rate_hz = options_.rate_hz;
+    info.period_ns = period;
+    info.start_unix_ns = realtime_ns();
+    sink.start(info);
+
+    resolver_ = std::make_unique<Resolver>(frames_, stacks_, options_.stacks, sink);
+    for (auto& [slot, context] : early_) {
+        resolver_->register_process(slot, context);
+        push_event(CaptureKind::process_added, slot);
+    }
+    early_.clear();
+    std::thread resolving;
+    if (!options_.resolve_inline) {
+        resolving = std::thread([this] { resolver_->run(queue_); });
+#ifdef __linux__
+        pthread_setname_np(resolving.native_handle(), "spyglass-resolve");
+#endif
+    }
+
     const std::uint64_t start = monotonic_ns();
+    const std::uint64_t end = duration != 0 ? start + duration : 0;
     fast_pending_until_ = start + 2'000'000'000ull;
-    result.start_unix_ns = realtime_ns();
     std::uint64_t tick = 0, next_scan = 0, next_progress = 0, next_pending = 0;
-    Progress& totals = result.totals;
+    model::RecordingTotals& totals = totals_;
+    PassStats& stats = result.stats;
+    std::uint64_t now = start;
 
     for (;; ++tick) {
         if (stop.load(std::memory_order_relaxed) > 0) {
-            result.end = SessionEnd::stopped;
+            totals.end = model::RecordingEnd::stopped;
             break;
         }
         std::uint64_t deadline = start + tick * period;
         if (options_.jitter && tick > 0) deadline += static_cast<std::uint64_t>(jitter(random));
-        if (!sleep_until(deadline, stop)) continue;
-        std::uint64_t now = monotonic_ns();
+        // The recording ends at its duration, not at the first tick after it.
+        bool last_sleep = end != 0 && deadline >= end;
+        if (!sleep_until(last_sleep ? end : deadline, stop)) {
+            now = monotonic_ns();
+            continue;
+        }
+        now = monotonic_ns();
+        if (last_sleep || (end != 0 && now >= end)) {
+            now = std::min(now, end);
+            totals.end = model::RecordingEnd::duration;
+            break;
+        }
         if (now > deadline + period) {
-            // Missed whole ticks: skip them, and say so in the summary.
+            // Missed whole ticks: skip them, and say so in the summary. The samples of the
+            // next pass stand for the time they missed (their weight).
             std::uint64_t missed = (now - deadline) / period;
             totals.late_ticks += missed;
             tick += missed;
         }
         std::uint64_t elapsed = now - start;
-        if (duration != 0 && elapsed >= duration) {
-            result.end = SessionEnd::duration;
-            break;
-        }
         if (!pending_.empty() && now >= next_pending) {
             for (pid_t pid : std::set<pid_t>(pending_)) {
                 if (!alive(pid)) {
@@ -242,12 +313,10 @@ SessionResult Session::run(SampleSink& sink, const std::atomic<int>& stop,
             scan_children();
             next_scan = now + kScanIntervalNs;
         }
-        PassStats& stats = result.stats;
-        std::uint64_t before_samples = stats.samples, before_errors = stats.errors;
         std::erase_if(samplers_, [&](const std::unique_ptr<ProcessSampler>& sampler) {
-            ProcessState state = sampler->sample(elapsed, sink, stats);
+            ProcessState state = sampler->sample(elapsed, stats);
             if (state == ProcessState::sampling) return false;
-            retire(*sampler, result);
+            retire(*sampler);
             if (state == ProcessState::replaced) {
                 pid_t pid = sampler->pid();
                 std::string exe = process::exe_path(pid).value_or("?");
@@ -260,33 +329,41 @@ SessionResult Session::run(SampleSink& sink, const std::atomic<int>& stop,
             }
             return true;
         });
+        queue_.notify();
+        if (options_.resolve_inline) resolver_->drain(queue_);
         ++totals.ticks;
-        totals.samples += stats.samples - before_samples;
-        totals.errors += stats.errors - before_errors;
+        totals.samples = stats.samples;
+        totals.errors = stats.errors;
+        totals.dropped = stats.dropped;
         totals.elapsed_ns = elapsed;
         totals.processes = samplers_.size();
         totals.waiting = samplers_.empty();
         if (!anything_alive()) {
-            result.end = SessionEnd::targets_exited;
+            totals.end = model::RecordingEnd::targets_exited;
             break;
         }
         if (progress && now >= next_progress) {
-            if (totals.python_version.empty()) totals.python_version = python_version_;
             progress(totals);
             next_progress = now + kProgressIntervalNs;
         }
     }
-    // The recording covers whole periods: the last tick's period counts in full.
-    if (result.end == SessionEnd::duration)
-        totals.elapsed_ns = duration;
-    else
-        totals.elapsed_ns = totals.ticks == 0 ? 0 : totals.elapsed_ns + period;
+    totals.elapsed_ns = now - start;
     for (const auto& sampler : samplers_)
-        retire(*sampler, result);
-    result.pids = pids_;
-    result.found_interpreter = found_interpreter_ || !pids_.empty();
-    result.python_version = python_version_;
-    totals.python_version = python_version_;
+        retire(*sampler);
+    totals.pauses = pauses_.summary();
+    totals.samples = stats.samples;
+    totals.errors = stats.errors;
+    totals.dropped = stats.dropped;
+    totals.processes = samplers_.size();
+
+    queue_.close();
+    if (resolving.joinable())
+        resolving.join();
+    else
+        resolver_->drain(queue_);
+    result.resolve = resolver_->stats();
+    sink.finish(totals);
+    result.totals = totals;
     return result;
 }
 

@@ -4,16 +4,19 @@
 
 #include "spyglass/process/procfs.hpp"
 #include "spyglass/process/thread_tracer.hpp"
+#include "spyglass/python/objects.hpp"
+#include "spyglass/sampling/stack_reader.hpp"
 
 namespace spyglass::sampling {
 
-Result<ProcessSnapshot> take_snapshot(python::PythonProcess& process, FrameTable& frames,
-                                      const SnapshotOptions& options) {
+Result<model::ProcessSnapshot> take_snapshot(python::PythonProcess& process,
+                                             model::FrameTable& frames,
+                                             const SnapshotOptions& options) {
     const python::TargetInfo& target = process.target();
-    ProcessSnapshot snapshot;
+    model::ProcessSnapshot snapshot;
     snapshot.pid = target.pid;
     snapshot.command = process::cmdline(target.pid);
-    snapshot.version = target.version;
+    snapshot.python_version = target.version.to_string();
     snapshot.executable = target.executable;
     snapshot.python_binary = target.python_binary;
     snapshot.notes = target.notes;
@@ -38,9 +41,10 @@ Result<ProcessSnapshot> take_snapshot(python::PythonProcess& process, FrameTable
     std::unordered_map<python::Address, std::unordered_map<std::uint64_t, std::string>> names;
     std::unordered_map<python::Address, python::Address> gil_holders;
     StackReader reader(process, frames, StackReadOptions{});
+    PauseStats pauses;
 
     for (const python::ThreadRecord& record : records) {
-        ThreadSnapshot& thread = snapshot.threads.emplace_back();
+        model::ThreadSnapshot& thread = snapshot.threads.emplace_back();
         thread.tid = record.tid;
         thread.thread_id = record.thread_id;
         thread.interp_index = record.interp_index;
@@ -63,25 +67,37 @@ Result<ProcessSnapshot> take_snapshot(python::PythonProcess& process, FrameTable
                 gil_holders[record.interp] = process.gil_holder(record.interp).value_or(0);
             thread.holds_gil = gil_holders[record.interp] == record.tstate;
         }
-        const std::function<void()> read_locals = [&] {
+        // The stack is resolved (and the locals read) right after the capture, while the
+        // thread is still paused if it was paused for the read.
+        StackOutcome outcome = StackOutcome::gone;
+        const std::function<void(CaptureOutcome)> resolve = [&](CaptureOutcome captured) {
+            outcome = reader.resolve(captured, thread.frames);
+            if (!options.locals || outcome == StackOutcome::torn) return;
             const python::RawStack& raw = reader.last_raw();
             for (std::uint32_t index : reader.kept_raw_indexes()) {
                 const python::RawFrame& frame = raw.frames[index];
                 const python::CodeInfo* code = reader.code(frame.code);
-                thread.locals.push_back(code ? objects.locals(frame, *code, options.max_value_chars)
-                                             : std::vector<python::LocalVariable>{});
+                auto& locals = thread.locals.emplace_back();
+                if (code == nullptr) continue;
+                for (auto& local : objects.locals(frame, *code, options.max_value_chars))
+                    locals.push_back(
+                        {std::move(local.name), std::move(local.value), local.argument});
             }
         };
-        thread.outcome =
-            read_stack(process, reader, tracer, options.pause, record, thread.frames, -1,
-                       snapshot.pauses, thread.paused, options.locals ? &read_locals : nullptr);
-        if (thread.outcome == StackOutcome::gone) {
+        CaptureOutcome captured = capture_stack(process, reader.capturer(), tracer, options.pause,
+                                                record, -1, pauses, thread.paused, &resolve);
+        if (captured == CaptureOutcome::gone) outcome = StackOutcome::gone;
+        thread.status = outcome == StackOutcome::torn        ? model::StackStatus::torn
+                        : outcome == StackOutcome::truncated ? model::StackStatus::truncated
+                                                             : model::StackStatus::ok;
+        if (outcome == StackOutcome::gone) {
             if (!process::process_exists(target.pid))
                 return fail(Errc::process_gone, "process {} exited while it was being read",
                             target.pid);
             snapshot.threads.pop_back(); // that thread exited meanwhile
         }
     }
+    snapshot.pauses = pauses.summary();
     return snapshot;
 }
 

@@ -3,8 +3,8 @@
 #include "fake_python.hpp"
 #include <benchmark/benchmark.h>
 
+#include "spyglass/model/aggregator.hpp"
 #include "spyglass/python/line_table.hpp"
-#include "spyglass/sampling/aggregator.hpp"
 #include "spyglass/sampling/stack_reader.hpp"
 
 namespace {
@@ -50,9 +50,9 @@ BENCHMARK(BM_Walk)->Arg(10)->Arg(12);
 
 void BM_ReadStackCached(benchmark::State& state) {
     DeepStack stack(static_cast<int>(state.range(0)));
-    spyglass::sampling::FrameTable frames;
+    spyglass::model::FrameTable frames;
     spyglass::sampling::StackReader reader(*stack.process, frames, {});
-    std::vector<spyglass::sampling::FrameId> ids;
+    std::vector<spyglass::model::FrameId> ids;
     for (auto _ : state) {
         reader.read(stack.threads[0], ids);
         benchmark::DoNotOptimize(ids.data());
@@ -83,15 +83,14 @@ void BM_LocationTableLookup(benchmark::State& state) {
 BENCHMARK(BM_LocationTableLookup);
 
 void BM_AggregateSample(benchmark::State& state) {
-    spyglass::sampling::FrameTable frames;
-    spyglass::sampling::StackTable stacks;
-    spyglass::sampling::Aggregator aggregator(frames, stacks, false,
-                                              spyglass::sampling::SampleMode::wall, false);
+    spyglass::model::FrameTable frames;
+    spyglass::model::StackTable stacks;
+    spyglass::model::Aggregator aggregator(frames, stacks, false);
     aggregator.thread(0, {1, 1, 1, "main"});
-    spyglass::sampling::Sample sample;
+    spyglass::model::Sample sample;
     std::uint32_t n = 0;
     for (auto _ : state) {
-        sample.stack = n++ % 64;
+        sample.key.stack = n++ % 64;
         aggregator.sample(sample);
     }
 }

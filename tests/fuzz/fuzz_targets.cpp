@@ -89,9 +89,9 @@ void stacks(std::span<const std::uint8_t> data) {
     forged.datastack_chunk = pointer(data, 40);
     forged.datastack_top = forged.datastack_chunk + word(data, 48) % 65536;
     threads.push_back(forged);
-    spyglass::sampling::FrameTable frames;
+    spyglass::model::FrameTable frames;
     spyglass::sampling::StackReader reader(process, frames, {});
-    std::vector<spyglass::sampling::FrameId> ids;
+    std::vector<spyglass::model::FrameId> ids;
     for (const auto& thread : threads)
         (void)reader.read(thread, ids);
 }
@@ -210,9 +210,9 @@ class Corruption {
 void read_every_stack(spyglass::python::PythonProcess& process) {
     std::vector<spyglass::python::ThreadRecord> threads;
     (void)process.read_threads(threads);
-    spyglass::sampling::FrameTable frames;
+    spyglass::model::FrameTable frames;
     spyglass::sampling::StackReader reader(process, frames, {});
-    std::vector<spyglass::sampling::FrameId> ids;
+    std::vector<spyglass::model::FrameId> ids;
     for (auto thread : threads) {
         (void)reader.read(thread, ids);
         (void)reader.read(thread, ids, {.thread_stopped = true, .retries = 1});

@@ -21,15 +21,15 @@
 
 #include <zlib.h>
 
+#include "spyglass/model/profile.hpp"
 #include "spyglass/output/writer.hpp"
-#include "spyglass/sampling/profile.hpp"
 
 namespace spyglass::testing {
 
 struct OutputFixture {
-    sampling::FrameTable frames;
-    sampling::StackTable stacks;
-    sampling::Profile profile;
+    model::FrameTable frames;
+    model::StackTable stacks;
+    model::Profile profile;
 
     OutputFixture() = default;
     OutputFixture(const OutputFixture&) = delete;
@@ -38,7 +38,7 @@ struct OutputFixture {
 
 struct FixtureTick {
     std::uint32_t thread;
-    sampling::StackId stack;
+    model::StackId stack;
     bool on_cpu;
     bool gil;
     std::uint64_t cpu_ns;
@@ -48,61 +48,62 @@ struct FixtureTick {
 // samples, and a timeline with each thread's consecutive identical samples merged.
 inline void add_ticks(OutputFixture& fixture, const std::vector<std::vector<FixtureTick>>& ticks,
                       bool timeline) {
-    sampling::Profile& profile = fixture.profile;
+    model::Profile& profile = fixture.profile;
     std::vector<std::int64_t> last(profile.threads.size(), -1);
     for (std::size_t t = 0; t < ticks.size(); ++t) {
-        std::uint64_t start = profile.info.duration_ns + t * profile.info.period_ns;
+        std::uint64_t start = profile.totals.elapsed_ns + t * profile.info.period_ns;
         for (const FixtureTick& tick : ticks[t]) {
             bool merged = false;
-            for (sampling::AggregatedSample& s : profile.samples) {
-                if (s.thread == tick.thread && s.stack == tick.stack && s.on_cpu == tick.on_cpu &&
-                    s.gil == tick.gil) {
+            const model::SampleKey key{tick.thread, tick.stack, tick.on_cpu, tick.gil};
+            const std::uint64_t weight = profile.info.period_ns;
+            for (model::AggregatedSample& s : profile.samples) {
+                if (s.key == key) {
                     ++s.count;
+                    s.weight_ns += weight;
                     s.cpu_ns += tick.cpu_ns;
                     merged = true;
                     break;
                 }
             }
-            if (!merged)
-                profile.samples.push_back(
-                    {tick.thread, tick.stack, tick.on_cpu, tick.gil, 1, tick.cpu_ns});
-            ++profile.info.samples;
+            if (!merged) profile.samples.push_back({key, 1, weight, tick.cpu_ns});
+            ++profile.totals.samples;
             if (!timeline) continue;
             std::int64_t& index = last[tick.thread];
             if (index >= 0) {
-                sampling::TimelineEntry& entry = profile.timeline[static_cast<std::size_t>(index)];
+                model::TimelineEntry& entry = profile.timeline[static_cast<std::size_t>(index)];
                 if (entry.stack == tick.stack && entry.on_cpu == tick.on_cpu &&
-                    entry.start_ns + entry.count * profile.info.period_ns == start) {
+                    entry.start_ns + entry.weight_ns == start) {
                     ++entry.count;
+                    entry.weight_ns += weight;
                     continue;
                 }
             }
             index = static_cast<std::int64_t>(profile.timeline.size());
-            profile.timeline.push_back({tick.thread, tick.stack, tick.on_cpu, start, 1});
+            profile.timeline.push_back({tick.thread, tick.stack, tick.on_cpu, start, 1, weight});
         }
     }
-    profile.info.ticks += ticks.size();
-    profile.info.duration_ns += ticks.size() * profile.info.period_ns;
+    profile.totals.ticks += ticks.size();
+    profile.totals.elapsed_ns += ticks.size() * profile.info.period_ns;
 }
 
 inline std::unique_ptr<OutputFixture> make_output_fixture(bool timeline = true) {
     auto fixture = std::make_unique<OutputFixture>();
-    sampling::FrameTable& frames = fixture->frames;
-    sampling::StackTable& stacks = fixture->stacks;
-    sampling::Profile& profile = fixture->profile;
+    model::FrameTable& frames = fixture->frames;
+    model::StackTable& stacks = fixture->stacks;
+    model::Profile& profile = fixture->profile;
     profile.frames = &frames;
     profile.stacks = &stacks;
 
-    sampling::ProfileInfo& info = profile.info;
+    model::RecordingInfo& info = profile.info;
     info.command = {"python3", "/srv/app/main.py", "--name=<\xc3\xa4 & \"b\">"};
-    info.pids = {4242};
-    info.python_version = "3.11.4";
-    info.mode = sampling::SampleMode::wall;
-    info.per_thread_roots = true;
+    info.mode = model::SampleMode::wall;
     info.rate_hz = 100;
     info.period_ns = 10'000'000;
     info.start_unix_ns = 1'700'000'000'123'456'789ull;
-    info.errors = 1;
+    profile.totals.pids = {4242};
+    profile.totals.python_version = "3.11.4";
+    profile.totals.errors = 1;
+    profile.display.per_thread_roots = true;
 
     profile.threads = {
         {4242, 4242, 0x7f0000001000, "MainThread"},
@@ -113,41 +114,41 @@ inline std::unique_ptr<OutputFixture> make_output_fixture(bool timeline = true) 
     auto& strings = frames.strings();
     auto frame = [&](const char* function, const char* file, int line, int first_line) {
         return frames.intern({strings.intern(function), strings.intern(file), line, first_line,
-                              sampling::FrameKind::python});
+                              model::FrameKind::python});
     };
     const char* main_py = "/srv/app/main.py";
-    sampling::FrameId module = frame("<module>", main_py, 40, 1);
-    sampling::FrameId main = frame("main", main_py, 31, 28);
-    sampling::FrameId handle = frame("Handler.handle", main_py, 22, 20);
-    sampling::FrameId compute = frame("compute", main_py, 12, 10);
-    sampling::FrameId compute_14 = frame("compute", main_py, 14, 10);
-    sampling::FrameId lambda = frame("compute.<locals>.<lambda>", main_py, 13, 13);
-    sampling::FrameId get =
+    model::FrameId module = frame("<module>", main_py, 40, 1);
+    model::FrameId main = frame("main", main_py, 31, 28);
+    model::FrameId handle = frame("Handler.handle", main_py, 22, 20);
+    model::FrameId compute = frame("compute", main_py, 12, 10);
+    model::FrameId compute_14 = frame("compute", main_py, 14, 10);
+    model::FrameId lambda = frame("compute.<locals>.<lambda>", main_py, 13, 13);
+    model::FrameId get =
         frame("get", "/opt/venv/lib/python3.11/site-packages/requests/api.py", 73, 62);
-    sampling::FrameId recv = frame("SSLSocket.recv_into", "/usr/lib/python3.11/ssl.py", 1275, 1262);
-    sampling::FrameId decode =
+    model::FrameId recv = frame("SSLSocket.recv_into", "/usr/lib/python3.11/ssl.py", 1275, 1262);
+    model::FrameId decode =
         frame("JSONDecoder.decode", "/usr/lib/python3.11/json/decoder.py", 337, 332);
-    sampling::FrameId sizes = frame("gr\xc3\xb6\xc3\x9f"
-                                    "e_berechnen",
-                                    "/srv/app/\xc3\xbcnicode.py", 5, 3);
-    sampling::FrameId odd = frame("odd\"name'\\with;specials\t<&>", "/srv/app/odd.py", 2, 1);
-    sampling::FrameId truncated = frames.marker("<truncated>");
+    model::FrameId sizes = frame("gr\xc3\xb6\xc3\x9f"
+                                 "e_berechnen",
+                                 "/srv/app/\xc3\xbcnicode.py", 5, 3);
+    model::FrameId odd = frame("odd\"name'\\with;specials\t<&>", "/srv/app/odd.py", 2, 1);
+    model::FrameId truncated = frames.marker("<truncated>");
 
-    auto stack = [&](std::vector<sampling::FrameId> ids) { return stacks.intern(ids); };
-    sampling::StackId busy = stack({compute, handle, main, module});
-    sampling::StackId busy_14 = stack({compute_14, handle, main, module});
-    sampling::StackId in_lambda = stack({lambda, compute, handle, main, module});
-    sampling::StackId network = stack({recv, get, handle, main, module});
-    sampling::StackId parsing = stack({decode, handle, main, module});
-    sampling::StackId worker = stack({sizes, odd, truncated});
-    sampling::StackId worker_odd = stack({odd, truncated});
-    sampling::StackId idle = 0; // the empty stack
+    auto stack = [&](std::vector<model::FrameId> ids) { return stacks.intern(ids); };
+    model::StackId busy = stack({compute, handle, main, module});
+    model::StackId busy_14 = stack({compute_14, handle, main, module});
+    model::StackId in_lambda = stack({lambda, compute, handle, main, module});
+    model::StackId network = stack({recv, get, handle, main, module});
+    model::StackId parsing = stack({decode, handle, main, module});
+    model::StackId worker = stack({sizes, odd, truncated});
+    model::StackId worker_odd = stack({odd, truncated});
+    model::StackId idle = 0; // the empty stack
 
     constexpr std::uint64_t on = 9'000'000, off = 50'000;
-    auto m = [&](sampling::StackId s, bool cpu, bool gil = true) {
+    auto m = [&](model::StackId s, bool cpu, bool gil = true) {
         return FixtureTick{0, s, cpu, cpu && gil, cpu ? on : off};
     };
-    auto w = [&](sampling::StackId s, bool cpu, bool gil) {
+    auto w = [&](model::StackId s, bool cpu, bool gil) {
         return FixtureTick{1, s, cpu, gil, cpu ? on : off};
     };
     FixtureTick z{2, idle, false, false, 0};
@@ -169,7 +170,7 @@ inline std::unique_ptr<OutputFixture> make_output_fixture(bool timeline = true) 
 }
 
 // The bytes a writer produces (through a real FILE*); throws if it fails.
-inline std::string write_to_string(const sampling::Profile& profile, output::Format format) {
+inline std::string write_to_string(const model::Profile& profile, output::Format format) {
     std::FILE* file = std::tmpfile();
     if (file == nullptr) throw std::runtime_error("tmpfile failed");
     auto written = output::make_writer(format)->write(profile, file);

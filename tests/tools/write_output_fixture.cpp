@@ -19,7 +19,7 @@ namespace {
 
 using namespace spyglass;
 
-bool write(const sampling::Profile& profile, output::Format format, const std::string& path) {
+bool write(const model::Profile& profile, output::Format format, const std::string& path) {
     std::FILE* file = std::fopen(path.c_str(), "wb");
     if (file == nullptr) {
         std::perror(path.c_str());
@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
     std::string dir = argv[1];
     auto fixture = testing::make_output_fixture(true);
     auto no_timeline = testing::make_output_fixture(false);
-    const sampling::Profile& profile = fixture->profile;
+    const model::Profile& profile = fixture->profile;
     bool ok =
         write(profile, output::Format::folded, dir + "/profile.txt") &&
         write(profile, output::Format::pprof, dir + "/profile.pb.gz") &&
@@ -57,14 +57,14 @@ int main(int argc, char** argv) {
     // What the files must show.
     std::map<std::uint32_t, std::uint64_t> per_thread, on_cpu_per_thread;
     std::uint64_t total = 0, on_cpu = 0, cpu_ns = 0, gil = 0;
-    for (const sampling::AggregatedSample& s : profile.samples) {
-        per_thread[s.thread] += s.count;
+    for (const model::AggregatedSample& s : profile.samples) {
+        per_thread[s.key.thread] += s.count;
         total += s.count;
         cpu_ns += s.cpu_ns;
-        if (s.gil) gil += s.count;
-        if (s.on_cpu) {
+        if (s.key.gil) gil += s.count;
+        if (s.key.on_cpu) {
             on_cpu += s.count;
-            on_cpu_per_thread[s.thread] += s.count;
+            on_cpu_per_thread[s.key.thread] += s.count;
         }
     }
     std::string out;
@@ -72,14 +72,14 @@ int main(int argc, char** argv) {
     json.begin_object();
     json.field("period_ns", profile.info.period_ns);
     json.field("start_unix_ns", profile.info.start_unix_ns);
-    json.field("duration_ns", profile.info.duration_ns);
+    json.field("duration_ns", profile.totals.elapsed_ns);
     json.field("samples", total);
     json.field("on_cpu_samples", on_cpu);
     json.field("gil_samples", gil);
     json.field("cpu_ns", cpu_ns);
     json.key("threads").begin_array();
     for (std::uint32_t i = 0; i < profile.threads.size(); ++i) {
-        const sampling::ThreadInfo& thread = profile.threads[i];
+        const model::ThreadInfo& thread = profile.threads[i];
         json.begin_object();
         json.field("pid", static_cast<std::int64_t>(thread.pid));
         json.field("tid", static_cast<std::int64_t>(thread.tid));
@@ -91,12 +91,12 @@ int main(int argc, char** argv) {
     }
     json.end_array();
     json.key("functions").begin_array();
-    for (const sampling::Frame& frame : fixture->frames.frames())
-        if (frame.kind == sampling::FrameKind::python)
+    for (const model::Frame& frame : fixture->frames.frames())
+        if (frame.kind == model::FrameKind::python)
             json.value(fixture->frames.strings().view(frame.function));
     json.end_array();
     json.key("labels").begin_array();
-    for (sampling::FrameId id = 0; id < fixture->frames.size(); ++id)
+    for (model::FrameId id = 0; id < fixture->frames.size(); ++id)
         json.value(output::frame_label(profile, id));
     json.end_array();
     json.end_object();

@@ -79,34 +79,34 @@ TEST(OutputLabels, ShortFilenames) {
 
 TEST(OutputLabels, FrameLabels) {
     auto fixture = spyglass::testing::make_output_fixture();
-    sampling::Profile& profile = fixture->profile;
-    sampling::FrameTable& frames = fixture->frames;
+    model::Profile& profile = fixture->profile;
+    model::FrameTable& frames = fixture->frames;
     auto& strings = frames.strings();
-    sampling::FrameId get =
+    model::FrameId get =
         frames.intern({strings.intern("get"),
                        strings.intern("/opt/venv/lib/python3.11/site-packages/requests/api.py"), 73,
-                       62, sampling::FrameKind::python});
-    sampling::FrameId no_line = frames.intern(
-        {strings.intern("f"), strings.intern("/srv/x.py"), 0, 1, sampling::FrameKind::python});
-    sampling::FrameId no_file =
-        frames.intern({strings.intern("native_fn"), 0, 0, 0, sampling::FrameKind::native});
-    sampling::FrameId marker = frames.marker("<truncated>");
+                       62, model::FrameKind::python});
+    model::FrameId no_line = frames.intern(
+        {strings.intern("f"), strings.intern("/srv/x.py"), 0, 1, model::FrameKind::python});
+    model::FrameId no_file =
+        frames.intern({strings.intern("native_fn"), 0, 0, 0, model::FrameKind::native});
+    model::FrameId marker = frames.marker("<truncated>");
 
     EXPECT_EQ(output::frame_label(profile, get), "get (requests/api.py:73)");
     EXPECT_EQ(output::frame_label(profile, no_line), "f (/srv/x.py)");
     EXPECT_EQ(output::frame_label(profile, no_file), "native_fn");
     EXPECT_EQ(output::frame_label(profile, marker), "<truncated>");
-    profile.info.labels.full_filenames = true;
+    profile.display.labels.full_filenames = true;
     EXPECT_EQ(output::frame_label(profile, get),
               "get (/opt/venv/lib/python3.11/site-packages/requests/api.py:73)");
-    profile.info.labels.line_numbers = false;
+    profile.display.labels.line_numbers = false;
     EXPECT_EQ(output::frame_label(profile, get),
               "get (/opt/venv/lib/python3.11/site-packages/requests/api.py)");
     EXPECT_EQ(output::frame_label(profile, marker), "<truncated>");
 }
 
 TEST(OutputLabels, Roots) {
-    sampling::ThreadInfo named{1, 7, 0, "worker-1"}, unnamed{1, 8, 0, ""};
+    model::ThreadInfo named{1, 7, 0, "worker-1"}, unnamed{1, 8, 0, ""};
     EXPECT_EQ(output::thread_root_label(named), "thread 7 worker-1");
     EXPECT_EQ(output::thread_root_label(unnamed), "thread 8");
     EXPECT_EQ(output::process_root_label(4242), "process 4242");
@@ -135,10 +135,10 @@ TEST(OutputFolded, RootFirstWithRootsAndOffCpuOnTop) {
 
 TEST(OutputFolded, ProcessRootsAndMergingWithoutLineNumbers) {
     auto fixture = spyglass::testing::make_output_fixture();
-    sampling::Profile& profile = fixture->profile;
-    profile.info.per_process_roots = true;
-    profile.info.per_thread_roots = false;
-    profile.info.labels.line_numbers = false;
+    model::Profile& profile = fixture->profile;
+    profile.info.subprocesses = true;
+    profile.display.per_thread_roots = false;
+    profile.display.labels.line_numbers = false;
     std::string text = spyglass::testing::write_to_string(profile, Format::folded);
     auto lines = parse_folded(text);
     // compute:12 and compute:14 are one line now: 4 + 1 samples.
@@ -161,7 +161,7 @@ TEST(OutputFolded, ProcessRootsAndMergingWithoutLineNumbers) {
 
 TEST(OutputFolded, NoRootsAndEmptyProfiles) {
     auto fixture = spyglass::testing::make_output_fixture();
-    fixture->profile.info.per_thread_roots = false;
+    fixture->profile.display.per_thread_roots = false;
     auto lines = parse_folded(spyglass::testing::write_to_string(fixture->profile, Format::folded));
     EXPECT_EQ(lines["[no Python frames];[off-cpu]"], 10u);
     EXPECT_EQ(lines["<truncated>;odd\"name'\\with,specials <&> (/srv/app/odd.py:2)"], 2u);
@@ -180,15 +180,15 @@ TEST(OutputFolded, NoRootsAndEmptyProfiles) {
 
 TEST(OutputDisplayFrames, OneIdPerLabel) {
     auto fixture = spyglass::testing::make_output_fixture();
-    fixture->profile.info.labels.line_numbers = false;
-    const sampling::Profile& profile = fixture->profile;
-    auto leaf_line = [&](const sampling::AggregatedSample& s) {
-        auto frames = profile.stacks->get(s.stack);
-        return s.thread == 0 && !frames.empty() ? profile.frames->get(frames[0]).line : -1;
+    fixture->profile.display.labels.line_numbers = false;
+    const model::Profile& profile = fixture->profile;
+    auto leaf_line = [&](const model::AggregatedSample& s) {
+        auto frames = profile.stacks->get(s.key.stack);
+        return s.key.thread == 0 && !frames.empty() ? profile.frames->get(frames[0]).line : -1;
     };
     auto find = [&](int line) {
-        for (const sampling::AggregatedSample& s : profile.samples)
-            if (leaf_line(s) == line) return s.stack;
+        for (const model::AggregatedSample& s : profile.samples)
+            if (leaf_line(s) == line) return s.key.stack;
         throw std::runtime_error("no such sample");
     };
     output::DisplayFrames display(profile);
@@ -223,17 +223,17 @@ TEST(OutputXml, Escaping) {
 // A wide, deep recording: tiny frames are left out so the SVG stays small.
 TEST(OutputFlamegraph, PrunesFramesNarrowerThanATenthOfAPixel) {
     auto fixture = spyglass::testing::make_output_fixture();
-    sampling::Profile& profile = fixture->profile;
+    model::Profile& profile = fixture->profile;
     auto& strings = fixture->frames.strings();
     std::uint32_t state = 12345;
     auto next = [&] { return state = state * 1103515245u + 12345u; };
     for (int i = 0; i < 5000; ++i) {
-        std::vector<sampling::FrameId> stack;
+        std::vector<model::FrameId> stack;
         for (int depth = 0; depth < 30; ++depth)
             stack.push_back(fixture->frames.intern(
                 {strings.intern("fn_" + std::to_string(next() % 5000)),
                  strings.intern("/srv/app/mod.py"), static_cast<int>(next() % 100 + 1), 1,
-                 sampling::FrameKind::python}));
+                 model::FrameKind::python}));
         profile.samples.push_back({0, fixture->stacks.intern(stack), true, true, 1, 1000});
     }
     profile.samples.push_back(profile.samples[0]);

@@ -75,9 +75,9 @@ TEST(OutputGolden, Folded) {
 
 TEST(OutputGolden, FoldedWithProcessRootsFullPathsNoLines) {
     auto fixture = spyglass::testing::make_output_fixture();
-    fixture->profile.info.per_process_roots = true;
-    fixture->profile.info.labels.full_filenames = true;
-    fixture->profile.info.labels.line_numbers = false;
+    fixture->profile.info.subprocesses = true;
+    fixture->profile.display.labels.full_filenames = true;
+    fixture->profile.display.labels.line_numbers = false;
     expect_golden("folded-processes.txt",
                   spyglass::testing::write_to_string(fixture->profile, Format::folded));
 }
@@ -90,9 +90,9 @@ TEST(OutputGolden, Pprof) {
 
 TEST(OutputGolden, PprofCpuMode) {
     auto fixture = spyglass::testing::make_output_fixture();
-    sampling::Profile& profile = fixture->profile;
-    profile.info.mode = sampling::SampleMode::cpu;
-    std::erase_if(profile.samples, [](const auto& s) { return !s.on_cpu; });
+    model::Profile& profile = fixture->profile;
+    profile.info.mode = model::SampleMode::cpu;
+    std::erase_if(profile.samples, [](const auto& s) { return !s.key.on_cpu; });
     expect_golden("pprof-cpu.txtpb",
                   decoded_pprof(spyglass::testing::write_to_string(profile, Format::pprof)));
 }

@@ -15,7 +15,7 @@ namespace {
 using namespace spyglass;
 namespace pb = perftools::profiles;
 
-pb::Profile decode(const sampling::Profile& profile) {
+pb::Profile decode(const model::Profile& profile) {
     std::string bytes = spyglass::testing::write_to_string(profile, output::Format::pprof);
     EXPECT_GE(bytes.size(), 18u);
     EXPECT_EQ(static_cast<unsigned char>(bytes[0]), 0x1f); // gzip magic
@@ -59,7 +59,7 @@ TEST(OutputPprof, HeaderSampleTypesAndTimes) {
     EXPECT_EQ(p.time_nanos(), 1'700'000'000'123'456'789);
     EXPECT_EQ(p.duration_nanos(), 100'000'000);
 
-    fixture->profile.info.mode = sampling::SampleMode::cpu;
+    fixture->profile.info.mode = model::SampleMode::cpu;
     pb::Profile cpu = decode(fixture->profile);
     EXPECT_EQ(cpu.string_table(static_cast<int>(cpu.default_sample_type())), "cpu");
 }
@@ -156,7 +156,7 @@ TEST(OutputPprof, FunctionsAndLocationsAreDeduplicated) {
 
 TEST(OutputPprof, NoLineNumbersMergesLocations) {
     auto fixture = spyglass::testing::make_output_fixture();
-    fixture->profile.info.labels.line_numbers = false;
+    fixture->profile.display.labels.line_numbers = false;
     pb::Profile p = decode(fixture->profile);
     EXPECT_EQ(p.location_size(), 12); // compute:12 and compute:14 are one location
     for (const pb::Location& loc : p.location())

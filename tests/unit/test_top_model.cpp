@@ -4,6 +4,7 @@
 // fitted to a width; the plain-text table.
 #include <map>
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -13,53 +14,66 @@
 namespace {
 
 using namespace spyglass;
+using model::FrameId;
+using model::SampleMode;
+using model::StackId;
 using output::TopModel;
 using output::TopQuery;
 using output::TopRow;
 using output::TopSort;
 using output::TopTable;
-using sampling::FrameId;
-using sampling::SampleMode;
-using sampling::StackId;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
 struct Synthetic {
-    sampling::FrameTable frames;
-    sampling::StackTable stacks;
+    model::FrameTable frames;
+    model::StackTable stacks;
     output::TopModel model;
     std::uint64_t tick = 0;
 
     explicit Synthetic(output::TopModelOptions options = {}) : model(frames, stacks, options) {
         for (std::uint32_t t = 0; t < 3; ++t)
-            model.thread(t, sampling::ThreadInfo{100, static_cast<pid_t>(100 + t), t,
-                                                 t == 0 ? "MainThread" : fmt::format("w{}", t)});
+            model.thread(t, model::ThreadInfo{100, static_cast<pid_t>(100 + t), t,
+                                              t == 0 ? "MainThread" : fmt::format("w{}", t)});
     }
     FrameId frame(const char* function, int line, int first_line = 1,
                   const char* file = "/app/lib/python3.12/site-packages/pkg/mod.py") {
-        return frames.intern(sampling::Frame{frames.strings().intern(function),
-                                             frames.strings().intern(file), line, first_line,
-                                             sampling::FrameKind::python});
+        return frames.intern(model::Frame{frames.strings().intern(function),
+                                          frames.strings().intern(file), line, first_line,
+                                          model::FrameKind::python});
     }
     StackId stack(std::initializer_list<FrameId> innermost_first) {
         std::vector<FrameId> ids(innermost_first);
         return stacks.intern(ids);
     }
-    // `count` passes in which `thread` is sampled with `stack`.
+    static constexpr std::uint64_t kPeriodNs = 10'000'000;
+    // `count` passes in which `thread` is sampled with `stack`, each standing for `weight_ns`.
     void add(std::uint32_t thread, StackId stack, std::uint64_t count, bool on_cpu = true,
-             bool gil = false) {
+             bool gil = false, std::uint64_t weight_ns = kPeriodNs) {
         for (std::uint64_t i = 0; i < count; ++i) {
-            sampling::Sample sample;
-            sample.thread = thread;
-            sample.time_ns = ++tick * 10'000'000;
-            sample.stack = stack;
-            sample.on_cpu = on_cpu;
-            sample.gil = gil;
+            model::Sample sample;
+            sample.key.thread = thread;
+            sample.time_ns = ++tick * kPeriodNs;
+            sample.weight_ns = weight_ns;
+            sample.key.stack = stack;
+            sample.key.on_cpu = on_cpu;
+            sample.key.gil = gil;
             model.sample(sample);
         }
     }
-    TopTable table(TopQuery query = {}) const { return model.table(query); }
+    // Rows count time (ns): in periods, the numbers below read as samples of one period each.
+    TopTable table(TopQuery query = {}) const {
+        TopTable t = model.table(query);
+        t.samples /= kPeriodNs;
+        for (TopRow& r : t.rows) {
+            r.own /= kPeriodNs;
+            r.total /= kPeriodNs;
+            r.own_on_cpu /= kPeriodNs;
+        }
+        t.period_s *= static_cast<double>(kPeriodNs);
+        return t;
+    }
 };
 
 std::vector<std::string> names(const TopTable& table) {
@@ -213,22 +227,17 @@ TEST(TopModel, CpuViewCountsOnlyRunningSamples) {
     EXPECT_EQ(t.stats.on_cpu, 2u);
 }
 
-TEST(TopModel, ModeAndGilOptionsDropSamplesAsRecordDoes) {
-    output::TopModelOptions options;
-    options.mode = SampleMode::cpu;
-    Synthetic cpu(options);
-    FrameId f = cpu.frame("f", 1);
-    cpu.add(0, cpu.stack({f}), 2, true);
-    cpu.add(0, cpu.stack({f}), 5, false);
-    EXPECT_EQ(cpu.table().samples, 2u);
-
-    options = {};
-    options.gil_only = true;
-    Synthetic gil(options);
-    FrameId g = gil.frame("g", 1);
-    gil.add(0, gil.stack({g}), 3, true, true);
-    gil.add(0, gil.stack({g}), 4, true, false);
-    EXPECT_EQ(gil.table().samples, 3u);
+TEST(TopModel, RowsWeighSamplesByTheTimeTheyStandFor) {
+    // A sample after a late tick stands for the ticks it missed: shares follow time.
+    Synthetic s;
+    FrameId busy = s.frame("busy", 1), idle = s.frame("idle", 2);
+    s.add(0, s.stack({busy}), 1, true, true, 3 * Synthetic::kPeriodNs);
+    s.add(0, s.stack({idle}), 3, false);
+    TopTable t = s.table();
+    EXPECT_EQ(t.samples, 6u);
+    EXPECT_EQ(row(t, "busy").own, 3u);
+    EXPECT_EQ(row(t, "idle").own, 3u);
+    EXPECT_EQ(t.stats.samples, 4u); // the header counts samples
 }
 
 TEST(TopModel, RowsPerLineOrPerFunction) {
@@ -265,24 +274,22 @@ TEST(TopModel, HeaderCounts) {
     Synthetic s;
     FrameId f = s.frame("f", 1);
     StackId stack = s.stack({f});
-    sampling::StackId torn = s.stack({s.frames.marker("<unreadable>")});
+    model::StackId torn = s.stack({s.frames.marker("<unreadable>")});
     // Pass 1: thread 0 on-CPU with the GIL, thread 1 waiting. Pass 2: both waiting, one torn.
     auto sample = [&](std::uint32_t thread, std::uint64_t time, StackId id, bool on_cpu, bool gil,
-                      sampling::StackOutcome outcome = sampling::StackOutcome::ok) {
-        sampling::Sample one;
-        one.thread = thread;
+                      model::StackStatus status = model::StackStatus::ok) {
+        model::Sample one;
+        one.key = {thread, id, on_cpu, gil};
         one.time_ns = time;
-        one.stack = id;
-        one.on_cpu = on_cpu;
-        one.gil = gil;
-        one.outcome = outcome;
+        one.weight_ns = Synthetic::kPeriodNs;
+        one.status = status;
         s.model.sample(one);
     };
     sample(0, 10, stack, true, true);
     sample(1, 10, stack, false, false);
     sample(0, 20, stack, false, false);
-    sample(1, 20, torn, false, false, sampling::StackOutcome::torn);
-    sampling::Progress progress;
+    sample(1, 20, torn, false, false, model::StackStatus::torn);
+    model::RecordingTotals progress;
     progress.elapsed_ns = 2'000'000'000;
     progress.ticks = 190;
     s.model.progress(progress);
@@ -375,7 +382,7 @@ TEST(TopPlain, HeaderAndRowsAsPlainText) {
             wait = s.frame("wait_here", 27, 27, "/w/top_target.py");
     s.add(0, s.stack({burn}), 100, true, true);
     s.add(1, s.stack({wait}), 300, false);
-    sampling::Progress progress;
+    model::RecordingTotals progress;
     progress.elapsed_ns = 4'000'000'000;
     progress.ticks = 400;
     s.model.progress(progress);

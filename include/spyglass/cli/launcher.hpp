@@ -19,8 +19,8 @@ struct Started {
 };
 
 // Checks the options (one clear error for a bad combination) and attaches or launches.
-Result<Started> start_session(const SamplingOptions& options, sampling::FrameTable& frames,
-                              sampling::StackTable& stacks, bool keep_timeline = false);
+Result<Started> start_session(const SamplingOptions& options, model::FrameTable& frames,
+                              model::StackTable& stacks, bool keep_timeline = false);
 
 // The exit code for a session's end: the launched command's status, else 0.
 int finish(Started& started);

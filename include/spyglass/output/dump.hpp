@@ -3,14 +3,14 @@
 
 #include <string>
 
-#include "spyglass/sampling/frame_table.hpp"
-#include "spyglass/sampling/snapshot.hpp"
+#include "spyglass/model/frame_table.hpp"
+#include "spyglass/model/snapshot.hpp"
 
 namespace spyglass::output {
 
-std::string format_dump_text(const sampling::ProcessSnapshot& snapshot,
-                             const sampling::FrameTable& frames);
-std::string format_dump_json(const sampling::ProcessSnapshot& snapshot,
-                             const sampling::FrameTable& frames);
+std::string format_dump_text(const model::ProcessSnapshot& snapshot,
+                             const model::FrameTable& frames);
+std::string format_dump_json(const model::ProcessSnapshot& snapshot,
+                             const model::FrameTable& frames);
 
 } // namespace spyglass::output

@@ -14,8 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "spyglass/sampling/sample.hpp"
-#include "spyglass/sampling/session.hpp"
+#include "spyglass/model/recording.hpp"
+#include "spyglass/model/sample.hpp"
 
 namespace spyglass::output {
 
@@ -29,16 +29,17 @@ struct TopQuery {
     bool by_line = false;                // a row per line, else per function
     bool interval = false;               // the last refresh interval, else since start or reset
     std::optional<std::uint32_t> thread; // only this thread (a SampleSink index), else all
-    sampling::SampleMode view = sampling::SampleMode::wall; // cpu: only on-CPU samples count
+    model::SampleMode view = model::SampleMode::wall; // cpu: only on-CPU samples count
 };
 
+// Rows count the time the samples stand for (their weight, in nanoseconds), not samples.
 struct TopRow {
     std::string function;
     std::string file;             // as the target names it; empty for markers
     std::int32_t line = 0;        // the line, or the function's first line; 0: none
-    std::uint64_t own = 0;        // samples with this row innermost
-    std::uint64_t total = 0;      // samples with this row anywhere in the stack, once each
-    std::uint64_t own_on_cpu = 0; // of `own`, the samples whose thread was on a CPU
+    std::uint64_t own = 0;        // time of the samples with this row innermost
+    std::uint64_t total = 0;      // time of the samples with this row anywhere, once each
+    std::uint64_t own_on_cpu = 0; // of `own`, the time whose thread was on a CPU
 };
 
 struct TopStats {
@@ -61,32 +62,30 @@ struct TopStats {
 
 struct TopTable {
     TopStats stats;
-    std::uint64_t samples = 0; // what the shares are of: the samples the rows count
-    double period_s = 0.01;    // seconds one sample stands for
+    std::uint64_t samples = 0; // what the shares are of: the time the rows count (ns)
+    double period_s = 1e-9;    // seconds one unit of a row's counts stands for
     std::vector<TopRow> rows;  // sorted as asked
 };
 
 struct TopThread {
     std::uint32_t index = 0;
-    sampling::ThreadInfo info;
+    model::ThreadInfo info;
 };
 
 struct TopModelOptions {
     double rate_hz = 100;
-    sampling::SampleMode mode = sampling::SampleMode::wall; // cpu: off-CPU samples are dropped
-    bool gil_only = false;                                  // only samples holding the GIL
-    bool line_numbers = true;                               // false: rows show no line
+    bool line_numbers = true; // false: rows show no line
 };
 
-class TopModel final : public sampling::SampleSink {
+class TopModel final : public model::SampleSink {
   public:
-    TopModel(const sampling::FrameTable& frames, const sampling::StackTable& stacks,
+    TopModel(const model::FrameTable& frames, const model::StackTable& stacks,
              const TopModelOptions& options);
 
-    void thread(std::uint32_t index, const sampling::ThreadInfo& info) override;
-    void sample(const sampling::Sample& sample) override;
+    void thread(std::uint32_t index, const model::ThreadInfo& info) override;
+    void sample(const model::Sample& sample) override;
     // The session's totals (from its progress callback), for elapsed time and rate.
-    void progress(const sampling::Progress& progress);
+    void progress(const model::RecordingTotals& progress);
 
     // Ends the current interval: it becomes the one `TopQuery::interval` shows.
     void next_interval();
@@ -101,22 +100,14 @@ class TopModel final : public sampling::SampleSink {
     [[nodiscard]] std::string python_version() const;     // empty until a process is sampled
 
   private:
-    struct Key {
-        std::uint32_t thread;
-        sampling::StackId stack;
-        bool on_cpu;
-        bool gil;
-        bool error;
-        friend bool operator==(const Key&, const Key&) = default;
-    };
-    struct KeyHash {
-        std::size_t operator()(const Key& k) const noexcept;
+    struct Counts {
+        std::uint64_t samples = 0, errors = 0, weight_ns = 0;
     };
     struct Window {
-        std::unordered_map<Key, std::uint64_t, KeyHash> counts;
+        std::unordered_map<model::SampleKey, Counts, model::SampleKeyHash> counts;
         std::uint64_t ticks = 0, gil_ticks = 0;
         std::uint64_t start_ns = 0, end_ns = 0; // session time; end: once the window is over
-        sampling::Progress start, end;          // the session's, at the same moments
+        model::RecordingTotals start, end;      // the session's, at the same moments
     };
     struct ThreadSeen {
         std::uint64_t time_ns = 0;
@@ -125,7 +116,7 @@ class TopModel final : public sampling::SampleSink {
     };
     struct State {
         Window cumulative, current, last;
-        sampling::Progress latest;
+        model::RecordingTotals latest;
         std::vector<ThreadSeen> seen;  // by thread index
         std::uint64_t tick_ns = 0;     // the latest pass's time
         std::uint64_t previous_ns = 0; // the pass before it
@@ -143,12 +134,12 @@ class TopModel final : public sampling::SampleSink {
         std::string function, file;
         std::int32_t line = 0;
     };
-    void learn_stack(sampling::StackId stack);
-    std::uint32_t row_of(sampling::FrameId frame, bool by_line);
+    void learn_stack(model::StackId stack);
+    std::uint32_t row_of(model::FrameId frame, bool by_line);
     std::uint32_t intern_row(RowInfo info);
 
-    const sampling::FrameTable& frames_;
-    const sampling::StackTable& stacks_;
+    const model::FrameTable& frames_;
+    const model::StackTable& stacks_;
     TopModelOptions options_;
     mutable std::mutex mutex_;
     State live_;

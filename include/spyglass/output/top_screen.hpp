@@ -19,10 +19,10 @@ namespace spyglass::output {
 struct TopTarget {
     std::vector<pid_t> pids;
     std::vector<std::string> command;
-    std::string python_version;                             // empty: not known yet
-    double rate_hz = 100;                                   // as asked
-    sampling::SampleMode mode = sampling::SampleMode::wall; // --mode
-    bool gil_only = false;                                  // --gil
+    std::string python_version;                       // empty: not known yet
+    double rate_hz = 100;                             // as asked
+    model::SampleMode mode = model::SampleMode::wall; // --mode
+    bool gil_only = false;                            // --gil
 };
 
 // What the user chose to see.

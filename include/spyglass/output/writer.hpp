@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "spyglass/error.hpp"
-#include "spyglass/sampling/profile.hpp"
+#include "spyglass/model/profile.hpp"
 
 namespace spyglass::output {
 
@@ -33,7 +33,7 @@ class ProfileWriter {
     virtual ~ProfileWriter() = default;
     // Writes the whole profile to `out` and flushes it. Errors are I/O errors (disk full,
     // closed pipe): Errc::io.
-    virtual Result<void> write(const sampling::Profile& profile, std::FILE* out) = 0;
+    virtual Result<void> write(const model::Profile& profile, std::FILE* out) = 0;
 };
 
 std::unique_ptr<ProfileWriter> make_writer(Format format);
@@ -41,7 +41,7 @@ std::unique_ptr<ProfileWriter> make_writer(Format format);
 // "function (file:line)" as every text format shows a frame (file shortened unless
 // full_filenames; no line with --nolineno or line 0; no parentheses without a file; markers as
 // they are).
-std::string frame_label(const sampling::Profile& profile, sampling::FrameId frame);
+std::string frame_label(const model::Profile& profile, model::FrameId frame);
 // Shortens a source path for display: after site-packages/ or dist-packages/, after
 // lib/pythonX.Y/, else unchanged.
 std::string short_filename(std::string_view path);
@@ -55,7 +55,7 @@ inline constexpr std::string_view kNoFramesFrame = "[no Python frames]";
 // The root frames of per_process_roots and per_thread_roots: "process 4242",
 // "thread 4243 worker-1" ("thread 4243" when the thread has no name).
 std::string process_root_label(pid_t pid);
-std::string thread_root_label(const sampling::ThreadInfo& thread);
+std::string thread_root_label(const model::ThreadInfo& thread);
 
 // The frames the stack formats (folded, speedscope, flame graph) show, each distinct label
 // once: Python frames, markers and the pseudo-frames above. Labels are made once per frame.
@@ -71,12 +71,12 @@ class DisplayFrames {
         bool off_cpu = false;   // kOffCpuFrame
     };
 
-    explicit DisplayFrames(const sampling::Profile& profile);
+    explicit DisplayFrames(const model::Profile& profile);
 
     // Replaces `out` with what to show for a sample, root first: "process <pid>"
     // (per_process_roots), "thread <tid> <name>" (per_thread_roots), the Python frames
     // outermost first (kNoFramesFrame when there are none), kOffCpuFrame when off-CPU.
-    void stack(std::uint32_t thread, sampling::StackId stack, bool on_cpu, std::vector<Id>& out);
+    void stack(std::uint32_t thread, model::StackId stack, bool on_cpu, std::vector<Id>& out);
 
     [[nodiscard]] const Entry& operator[](Id id) const noexcept { return entries_[id]; }
     [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
@@ -84,9 +84,9 @@ class DisplayFrames {
   private:
     static constexpr Id kUnset = ~Id{0};
     Id intern(Entry entry);
-    Id frame(sampling::FrameId id);
+    Id frame(model::FrameId id);
 
-    const sampling::Profile& profile_;
+    const model::Profile& profile_;
     std::vector<Entry> entries_;
     std::unordered_map<std::string, Id> index_; // label -> id
     std::vector<Id> by_frame_;                  // FrameId -> Id, kUnset until first used

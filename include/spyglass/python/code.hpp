@@ -26,6 +26,17 @@ inline constexpr std::size_t kMaxCodeHeaderBytes = 512;
 std::size_t code_header_size(const Layout& layout) noexcept;
 CodeFingerprint code_fingerprint(const Layout& layout,
                                  std::span<const std::uint8_t> header) noexcept;
+// A hash of the fingerprint, never 0: what a capture carries per frame.
+std::uint64_t fingerprint_hash(const CodeFingerprint& fingerprint) noexcept;
+
+// What a capture needs of a code object's header, without decoding names or line tables.
+struct CodeHeader {
+    CodeFingerprint fingerprint;
+    std::uint64_t hash = 0;
+    std::int32_t flags = 0;           // co_flags
+    std::int32_t first_traceable = 0; // 3.11+: offsets below it have not started running
+};
+CodeHeader code_header(const Layout& layout, std::span<const std::uint8_t> header) noexcept;
 
 struct CodeInfo {
     CodeFingerprint fingerprint;

@@ -55,6 +55,9 @@ class PythonProcess {
     [[nodiscard]] const TargetInfo& target() const noexcept { return target_; }
     [[nodiscard]] const Layout& layout() const noexcept { return target_.layout; }
     [[nodiscard]] process::RemoteMemory& memory() noexcept { return *memory_; }
+    [[nodiscard]] const std::shared_ptr<process::RemoteMemory>& shared_memory() const noexcept {
+        return memory_;
+    }
     [[nodiscard]] StackWalker& walker() noexcept { return *walker_; }
     [[nodiscard]] pid_t pid() const noexcept { return target_.pid; }
 

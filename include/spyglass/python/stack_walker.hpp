@@ -24,14 +24,17 @@ struct RawFrame {
     Address frame = 0;       // the frame's own address (for --locals and consistency checks)
     std::int32_t offset = 0; // bytes (up to 3.10) or code units (3.11+); -1 = not started
     std::uint8_t flags = 0;
+    // A hash of the code object's header as the capture read it (0 until then): tells the
+    // resolver, later, whether the code object at `code` is still the one that ran.
+    std::uint64_t code_check = 0;
 };
 
 enum class StackEnd : std::uint8_t {
-    complete,    // reached the end of the chain
-    read_failed, // a read failed mid-chain (the frames before it are good)
-    cycle,       // a frame pointed back into the chain
-    too_deep,    // more than kMaxFrames frames
-    corrupt,     // a frame failed validation (wrong type, outside its stack chunk)
+    complete,     // reached the end of the chain
+    read_failed,  // a read failed mid-chain (the frames before it are good)
+    cycle,        // a frame pointed back into the chain
+    too_deep,     // more than kMaxFrames frames
+    corrupt,      // a frame failed validation (wrong type, outside its stack chunk)
     inconsistent, // read at a moment the thread's own state did not agree with itself
 };
 

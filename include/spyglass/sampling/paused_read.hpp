@@ -9,9 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "spyglass/model/recording.hpp"
 #include "spyglass/process/thread_tracer.hpp"
 #include "spyglass/python/interpreter.hpp"
-#include "spyglass/sampling/stack_reader.hpp"
+#include "spyglass/sampling/stack_capture.hpp"
 
 namespace spyglass::sampling {
 
@@ -46,16 +47,18 @@ struct PauseStats {
     LatencyHistogram durations;  // from the interrupt to the thread running again
     std::string refusal;         // why ptrace refused, once it did
     void merge(const PauseStats& other);
+    [[nodiscard]] model::PauseSummary summary() const;
 };
 
-// Reads `record`'s stack under `mode`. `retries` overrides the reader's retry count (a thread
-// whose previous read needed a pause is not retried at length before it is paused again).
-// Sets `paused` when the thread was stopped for the read. `while_stopped`, if given, runs
-// after the read that produced the result, while the thread is still stopped if it was
-// (dump --locals reads the frames' variables there).
-StackOutcome read_stack(python::PythonProcess& process, StackReader& reader,
-                        process::ThreadTracer& tracer, PauseMode mode, python::ThreadRecord record,
-                        std::vector<FrameId>& out, int retries, PauseStats& stats, bool& paused,
-                        const std::function<void()>* while_stopped = nullptr);
+// Captures `record`'s stack under `mode`. `retries` overrides the capturer's retry count (a
+// thread whose previous read needed a pause is not retried at length before it is paused
+// again). Sets `paused` when the thread was stopped for the read. `while_stopped`, if given,
+// runs with the outcome of the capture that produced the result, while the thread is still
+// stopped if it was (dump resolves and reads --locals there).
+CaptureOutcome capture_stack(python::PythonProcess& process, StackCapturer& capturer,
+                             process::ThreadTracer& tracer, PauseMode mode,
+                             python::ThreadRecord record, int retries, PauseStats& stats,
+                             bool& paused,
+                             const std::function<void(CaptureOutcome)>* while_stopped = nullptr);
 
 } // namespace spyglass::sampling

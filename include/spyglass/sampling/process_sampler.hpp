@@ -1,6 +1,8 @@
-// One sampling pass over one Python process: every thread's scheduler state, GIL state and
-// stack, as samples. Keeps per-thread state between passes: open /proc files, the previous
-// on-CPU time and stack (a thread that has not run since cannot have a different stack).
+// The capture of one Python process, on the sampling thread: once per tick, every thread's
+// scheduler state, GIL state, the time the sample stands for, and its raw stack, handed to the
+// capture queue. Keeps per-thread state between passes: open /proc files, the previous on-CPU
+// time and whether the stack can have changed (a thread that has not run since cannot have a
+// different stack: it is sent as "same stack", with no frames).
 #pragma once
 
 #include <memory>
@@ -9,31 +11,37 @@
 
 #include <sys/types.h>
 
+#include "spyglass/model/recording.hpp"
 #include "spyglass/process/exec_watch.hpp"
 #include "spyglass/process/procfs.hpp"
 #include "spyglass/process/thread_tracer.hpp"
 #include "spyglass/python/interpreter.hpp"
-#include "spyglass/python/objects.hpp"
+#include "spyglass/sampling/capture.hpp"
 #include "spyglass/sampling/paused_read.hpp"
-#include "spyglass/sampling/sample.hpp"
-#include "spyglass/sampling/stack_reader.hpp"
+#include "spyglass/sampling/stack_capture.hpp"
 
 namespace spyglass::sampling {
 
-struct SamplerOptions {
-    SampleMode mode = SampleMode::wall;
+// Which samples are taken at all: the one place --mode and --gil apply.
+struct SampleFilter {
+    model::SampleMode mode = model::SampleMode::wall;
     bool gil_only = false;
+};
+
+struct SamplerOptions {
+    SampleFilter filter;
     PauseMode pause = PauseMode::when_torn;
-    bool reuse_idle = true; // reuse the stack of a thread that has not run since its last sample
-    StackReadOptions stack;
+    bool reuse_idle = true; // a thread that has not run since its last sample keeps its stack
+    int retries = 3;        // extra attempts for a stack that changed while it was read
+    std::uint64_t period_ns = 10'000'000;
 };
 
 struct PassStats {
-    std::uint64_t samples = 0;       // thread samples emitted
-    std::uint64_t errors = 0;        // of which torn or truncated
-    std::uint64_t reused = 0;        // stacks reused from an idle thread's previous sample
-    std::uint64_t skipped = 0;       // threads not sampled (--mode cpu off-CPU, --gil)
-    std::uint64_t failed_passes = 0; // passes whose thread list could not be read
+    std::uint64_t samples = 0; // thread samples captured
+    std::uint64_t errors = 0;  // of which torn, or cut by a read that failed
+    std::uint64_t reused = 0;  // of which the same stack as the thread's previous sample
+    std::uint64_t skipped = 0; // threads not sampled (--mode cpu off-CPU, --gil)
+    std::uint64_t dropped = 0; // captures the queue had no room for
 };
 
 // Numbers threads across all processes of a session, for the sinks.
@@ -41,10 +49,9 @@ class ThreadRegistry {
   public:
     struct Entry {
         std::uint32_t index;
-        bool is_new;
+        bool added;
     };
     Entry find_or_add(pid_t pid, pid_t tid, std::uint64_t thread_id);
-    [[nodiscard]] std::size_t size() const noexcept { return next_; }
 
   private:
     struct Key {
@@ -70,22 +77,22 @@ enum class ProcessState : std::uint8_t {
 
 class ProcessSampler {
   public:
-    ProcessSampler(std::unique_ptr<python::PythonProcess> process, FrameTable& frames,
-                   StackTable& stacks, ThreadRegistry& registry, const SamplerOptions& options);
+    // `slot` is the session's number for the process in the captures.
+    ProcessSampler(std::unique_ptr<python::PythonProcess> process, std::uint32_t slot,
+                   ThreadRegistry& registry, CaptureQueue& queue, const SamplerOptions& options);
     ~ProcessSampler();
 
     // One pass at `now_ns` (since the recording started).
-    ProcessState sample(std::uint64_t now_ns, SampleSink& sink, PassStats& stats);
+    ProcessState sample(std::uint64_t now_ns, PassStats& stats);
 
     // --blocking: whether threads can be paused at all (another tracer, no permission).
     Result<void> check_pausing();
     // Answers stops of paused threads that nobody asked for (signals, group stops, exits).
     void service_tracer() noexcept { tracer_.service(); }
     [[nodiscard]] const PauseStats& pause_stats() const noexcept { return pause_stats_; }
-
     [[nodiscard]] pid_t pid() const noexcept { return process_->pid(); }
+    [[nodiscard]] std::uint32_t slot() const noexcept { return slot_; }
     [[nodiscard]] python::PythonProcess& process() noexcept { return *process_; }
-    [[nodiscard]] const StackReader& reader() const noexcept { return reader_; }
 
   private:
     struct ThreadState {
@@ -95,34 +102,30 @@ class ProcessSampler {
         std::uint64_t run_ns = 0; // schedstat run time at the previous pass
         bool have_run_ns = false;
         bool on_cpu = false;        // at the previous pass
-        bool have_previous = false; // previous_stack is the thread's stack as of run_ns
+        bool have_previous = false; // the resolver has the thread's stack as of run_ns
         python::Address previous_frame = 0;
-        StackId previous_stack = 0;
+        std::uint64_t last_seen_ns = 0; // the previous pass that looked at the thread
         std::uint64_t generation = 0;
         bool needed_pause = false; // its previous read could only be made with a pause
-        bool named = false;
     };
     bool gone() const;
-    void name_threads(SampleSink& sink, std::uint64_t now_ns);
+    // Pushes the capture of `record`; false when the queue had no room.
+    bool push_sample(const python::ThreadRecord& record, ThreadState& thread, ThreadCapture base,
+                     PassStats& stats);
 
     std::unique_ptr<python::PythonProcess> process_;
-    FrameTable& frames_;
-    StackTable& stacks_;
+    std::uint32_t slot_;
     ThreadRegistry& registry_;
+    CaptureQueue& queue_;
     SamplerOptions options_;
-    StackReader reader_;
-    python::ObjectReader objects_;
+    StackCapturer capturer_;
     process::ThreadTracer tracer_;
     process::ExecWatch exec_watch_;
     std::uint64_t next_exec_check_ns_ = 0;
     PauseStats pause_stats_;
-    FrameId torn_marker_;
     std::vector<python::ThreadRecord> records_;
-    std::vector<FrameId> frame_ids_;
     std::unordered_map<pid_t, ThreadState> threads_;
     std::uint64_t generation_ = 0;
-    std::uint64_t last_naming_ns_ = 0;
-    bool unnamed_threads_ = false;
 };
 
 } // namespace spyglass::sampling

@@ -1,6 +1,7 @@
-// A recording session: the sampling clock and the set of processes being sampled (an attached
-// PID, a launched command once its interpreter is up, and with --subprocesses their Python
-// descendants as they appear).
+// A recording session: the sampling clock, the set of processes being captured (an attached
+// PID, a launched command once its interpreter is up, with --subprocesses their Python
+// descendants as they appear), and the resolver that turns captures into samples for the sink.
+// The clock and the captures run on the thread that calls run(); the resolver on its own.
 #pragma once
 
 #include <atomic>
@@ -15,7 +16,12 @@
 #include <sys/types.h>
 
 #include "spyglass/error.hpp"
+#include "spyglass/model/frame_table.hpp"
+#include "spyglass/model/recording.hpp"
+#include "spyglass/model/sample.hpp"
+#include "spyglass/sampling/capture.hpp"
 #include "spyglass/sampling/process_sampler.hpp"
+#include "spyglass/sampling/resolver.hpp"
 
 namespace spyglass::sampling {
 
@@ -24,36 +30,23 @@ struct SessionOptions {
     double duration_s = 0; // 0: until stopped or every target exited
     bool jitter = false;   // spread ticks randomly within +-25% of the period (against aliasing)
     bool subprocesses = false;
+    bool resolve_inline = false;      // resolve between passes instead of on a thread of its own
+    std::vector<std::string> command; // what is profiled, for the sinks' start event
     SamplerOptions sampler;
+    StackReadOptions stacks;
 };
 
-struct Progress {
-    std::uint64_t elapsed_ns = 0;
-    std::uint64_t ticks = 0;
-    std::uint64_t late_ticks = 0;
-    std::uint64_t samples = 0;
-    std::uint64_t errors = 0;
-    std::size_t processes = 0;
-    bool waiting = false;       // no Python process yet (launch mode)
-    std::string python_version; // of the first process, once one is sampled
-};
-
-enum class SessionEnd : std::uint8_t { duration, stopped, targets_exited };
+using Progress = model::RecordingTotals;
 
 struct SessionResult {
-    SessionEnd end = SessionEnd::duration;
-    Progress totals;
+    model::RecordingTotals totals; // also what the sink's finish event got
     PassStats stats;
-    PauseStats pauses;
-    std::vector<pid_t> pids;    // every process that was sampled
-    std::string python_version; // of the first process
-    std::uint64_t start_unix_ns = 0;
-    bool found_interpreter = false; // a Python interpreter was seen in some process
+    ResolveStats resolve;
 };
 
 class Session {
   public:
-    Session(FrameTable& frames, StackTable& stacks, const SessionOptions& options);
+    Session(model::FrameTable& frames, model::StackTable& stacks, const SessionOptions& options);
     ~Session();
 
     // Attaches to a running Python process now; its errors end the session before it starts.
@@ -62,24 +55,34 @@ class Session {
     // stops when it has exited. `alive` tells whether it still runs (the launcher knows).
     void watch(pid_t pid, std::function<bool()> alive);
 
-    SessionResult run(SampleSink& sink, const std::atomic<int>& stop_requests,
+    // Records until the duration, a stop request or every target's exit. `progress` is called
+    // on this thread a few times a second; the sink's calls come from the resolver.
+    SessionResult run(model::SampleSink& sink, const std::atomic<int>& stop_requests,
                       const std::function<void(const Progress&)>& progress);
 
   private:
     bool try_attach(pid_t pid, bool report_errors);
+    void add_sampler(std::unique_ptr<python::PythonProcess> process);
+    void retire(ProcessSampler& sampler);
+    void scan_children();
+    bool anything_alive() const;
     // Sleeps until the absolute monotonic time, answering traced threads' stops meanwhile;
     // false when a stop was requested.
     bool sleep_until(std::uint64_t deadline_ns, const std::atomic<int>& stop);
-    void retire(ProcessSampler& sampler, SessionResult& result);
-    void add_sampler(std::unique_ptr<python::PythonProcess> process);
-    void scan_children();
-    bool anything_alive() const;
+    // Pushes an event (not a sample) for the resolver; events are never dropped: the queue
+    // is drained inline when it is full.
+    void push_event(CaptureKind kind, std::uint32_t slot);
 
-    FrameTable& frames_;
-    StackTable& stacks_;
+    model::FrameTable& frames_;
+    model::StackTable& stacks_;
     SessionOptions options_;
     ThreadRegistry registry_;
+    CaptureQueue queue_;
+    std::unique_ptr<Resolver> resolver_;
+    // Attached before run(): the resolver is made by run(), so they are registered then.
+    std::vector<std::pair<std::uint32_t, std::shared_ptr<const ProcessContext>>> early_;
     std::vector<std::unique_ptr<ProcessSampler>> samplers_;
+    std::uint32_t next_slot_ = 0;
     std::set<pid_t> roots_;    // processes whose descendants are followed
     std::set<pid_t> known_;    // every pid considered (Python or not)
     std::set<pid_t> pending_;  // not (yet) Python: retried
@@ -87,12 +90,10 @@ class Session {
     std::map<pid_t, python::TargetInfo> discovered_; // found, not initialized yet
     std::optional<pid_t> watched_;
     std::function<bool()> watched_alive_;
-    std::vector<pid_t> pids_;
-    std::string python_version_;
+    model::RecordingTotals totals_;
+    PauseStats pauses_;
     bool waiting_note_printed_ = false;
-    bool found_interpreter_ = false;
-    std::uint64_t fast_pending_until_ =
-        0; // monotonic time until which pending pids are polled often
+    std::uint64_t fast_pending_until_ = 0; // until then pending pids are polled often
 };
 
 } // namespace spyglass::sampling

@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace spyglass::sampling {
+namespace spyglass::model {
 
 using StringId = std::uint32_t;
 using FrameId = std::uint32_t;
@@ -88,4 +88,4 @@ class StackTable {
     std::unordered_multimap<std::uint64_t, StackId> index_;
 };
 
-} // namespace spyglass::sampling
+} // namespace spyglass::model

@@ -1,8 +1,8 @@
-#include "spyglass/sampling/frame_table.hpp"
+#include "spyglass/model/frame_table.hpp"
 
 #include <algorithm>
 
-namespace spyglass::sampling {
+namespace spyglass::model {
 
 StringId StringTable::intern(std::string_view text) {
     auto it = index_.find(text);
@@ -58,4 +58,4 @@ StackId StackTable::intern(std::span<const FrameId> frames) {
     return id;
 }
 
-} // namespace spyglass::sampling
+} // namespace spyglass::model

@@ -1,0 +1,59 @@
+// One thread, one tick, resolved: what the session hands to its sinks, and the sink interface.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "spyglass/model/frame_table.hpp"
+#include "spyglass/model/recording.hpp"
+
+namespace spyglass::model {
+
+enum class StackStatus : std::uint8_t {
+    ok,
+    torn,      // the thread kept changing its stack while it was read: a marker frame
+    truncated, // the chain could not be read to its end: frames so far + a marker
+};
+
+[[nodiscard]] constexpr const char* stack_status_name(StackStatus status) noexcept {
+    return status == StackStatus::ok ? "ok" : status == StackStatus::torn ? "torn" : "truncated";
+}
+
+// What samples are summed by, in every sink: defined once, hashed once.
+struct SampleKey {
+    std::uint32_t thread = 0; // index in the session's thread table (SampleSink::thread)
+    StackId stack = 0;        // innermost frame first
+    bool on_cpu = false;      // the kernel had the thread running or runnable
+    bool gil = false;         // the thread held the GIL
+    friend bool operator==(const SampleKey&, const SampleKey&) = default;
+};
+
+struct SampleKeyHash {
+    std::size_t operator()(const SampleKey& key) const noexcept {
+        std::uint64_t h = (std::uint64_t{key.thread} << 34) ^ (std::uint64_t{key.stack} << 2) ^
+                          (key.on_cpu ? 1u : 0u) ^ (key.gil ? 2u : 0u);
+        return static_cast<std::size_t>((h * 0x9E3779B97F4A7C15ull) >> 17);
+    }
+};
+
+struct Sample {
+    SampleKey key;
+    std::uint64_t time_ns = 0;   // since the recording started
+    std::uint64_t weight_ns = 0; // the time it stands for: since the thread's previous look
+    std::uint64_t cpu_ns = 0;    // CPU time the thread used since its previous sample
+    StackStatus status = StackStatus::ok;
+};
+
+// Where samples go: the aggregator behind the file formats, the top view. All calls come from
+// one thread (the resolver's), in this order: start, then threads and samples, then finish.
+class SampleSink {
+  public:
+    virtual ~SampleSink() = default;
+    virtual void start(const RecordingInfo&) {}
+    // A thread seen for the first time, or renamed: `index` is what later samples refer to.
+    virtual void thread(std::uint32_t index, const ThreadInfo& info) = 0;
+    virtual void sample(const Sample& sample) = 0;
+    virtual void finish(const RecordingTotals&) {}
+};
+
+} // namespace spyglass::model

@@ -1,0 +1,79 @@
+// The other half of a sampling session: takes the captures off the queue, after the threads
+// have run on, and turns them into samples for the sinks — code objects, names, lines and
+// interned frames and stacks (StackResolver, one per process), the names of threads (the
+// target's threading module), the previous stack of a thread that has not run since. It runs
+// on its own thread, or inline between two passes (tests, single-threaded use).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "spyglass/model/frame_table.hpp"
+#include "spyglass/model/sample.hpp"
+#include "spyglass/python/objects.hpp"
+#include "spyglass/python/target.hpp"
+#include "spyglass/sampling/capture.hpp"
+#include "spyglass/sampling/stack_resolve.hpp"
+
+namespace spyglass::sampling {
+
+// What the resolver needs of a process: its description and its own reader of its memory (the
+// capture's stays on the sampling thread).
+struct ProcessContext {
+    python::TargetInfo target;
+    std::shared_ptr<process::RemoteMemory> memory;
+};
+
+class Resolver {
+  public:
+    Resolver(model::FrameTable& frames, model::StackTable& stacks, StackReadOptions options,
+             model::SampleSink& sink);
+    ~Resolver();
+
+    // Before the process_added capture for `slot` is pushed (from the sampling thread).
+    void register_process(std::uint32_t slot, std::shared_ptr<const ProcessContext> context);
+
+    // Handles every capture in the queue, then returns.
+    void drain(CaptureQueue& queue);
+    // Handles captures until the queue is closed and empty (the resolver's own thread).
+    void run(CaptureQueue& queue);
+
+    [[nodiscard]] ResolveStats stats() const;
+
+  private:
+    struct ProcessEntry {
+        std::shared_ptr<const ProcessContext> context;
+        std::unique_ptr<StackResolver> stacks;
+        std::unique_ptr<python::ObjectReader> objects;
+        std::uint64_t last_naming_ns = 0;
+        bool unnamed_threads = false;
+        bool retired = false;
+    };
+    struct ThreadEntry {
+        std::uint32_t process = 0;
+        model::ThreadInfo info;
+        process::Address interp = 0;
+        model::StackId last_stack = 0;
+        bool have_last = false;
+        bool named = false; // by the threading module, not the OS
+    };
+    ProcessEntry* process_entry(std::uint32_t slot);
+    void handle(const ThreadCapture& capture, std::span<const python::RawFrame> frames);
+    void name_threads(ProcessEntry& process, std::uint32_t slot, std::uint64_t now_ns);
+
+    model::FrameTable& frames_;
+    model::StackTable& stacks_;
+    StackReadOptions options_;
+    model::SampleSink& sink_;
+    model::FrameId torn_marker_, deeper_marker_;
+    std::mutex registered_mutex_;
+    std::unordered_map<std::uint32_t, std::shared_ptr<const ProcessContext>> registered_;
+    std::unordered_map<std::uint32_t, ProcessEntry> processes_;
+    std::vector<ThreadEntry> threads_; // by thread index
+    std::vector<model::FrameId> ids_;
+    ResolveStats retired_stats_;
+};
+
+} // namespace spyglass::sampling

@@ -1,0 +1,72 @@
+// Capturing one thread's Python stack on the sampling thread: walk the frame chain (python
+// layer), then check the walk against the target and read the headers of its code objects in
+// one batched read, retrying a torn read a bounded number of times. The result is raw frames
+// (code address, instruction offset, flags, a hash of the code object's header): no names, no
+// lines, no interning — that is the resolver's, after the thread has run on.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "spyglass/python/code.hpp"
+#include "spyglass/python/interpreter.hpp"
+
+namespace spyglass::sampling {
+
+enum class CaptureOutcome : std::uint8_t {
+    ok,
+    truncated, // the chain could not be read to its end (or is deeper than the frame limit)
+    torn,      // the thread kept changing its stack while it was read, on every attempt
+    gone,      // the process or thread exited
+};
+
+const char* capture_outcome_name(CaptureOutcome outcome) noexcept;
+
+struct CaptureStats {
+    std::uint64_t stacks = 0;
+    std::uint64_t attempts = 0;
+    std::uint64_t torn_attempts = 0;
+    // Why attempts were torn: the verification read failed, a link changed, an object that
+    // should be a code object was not, an instruction offset was outside its code, the chain
+    // ended at a generator or coroutine frame with no caller (it yielded while it was read).
+    std::uint64_t torn_unreadable = 0, torn_changed = 0, torn_bad_code = 0, torn_bad_offset = 0,
+                  torn_suspended = 0;
+};
+
+class StackCapturer {
+  public:
+    StackCapturer(python::PythonProcess& process, int retries);
+
+    struct Attempt {
+        bool thread_stopped = false; // it cannot run meanwhile: what is read is one moment
+        int retries = -1;            // overrides the default count of extra attempts
+    };
+
+    // Captures the stack of `thread` (innermost first) into raw().
+    CaptureOutcome capture(python::ThreadRecord thread, Attempt attempt);
+    CaptureOutcome capture(python::ThreadRecord thread) { return capture(thread, Attempt{}); }
+
+    [[nodiscard]] const python::RawStack& raw() const noexcept { return raw_; }
+    [[nodiscard]] const CaptureStats& stats() const noexcept { return stats_; }
+
+  private:
+    CaptureOutcome check(bool thread_stopped);
+    static CaptureOutcome torn(std::uint64_t& reason) noexcept {
+        ++reason;
+        return CaptureOutcome::torn;
+    }
+
+    python::PythonProcess& process_;
+    int retries_;
+    std::size_t header_size_;
+    python::RawStack raw_;
+    python::VerifyBatch batch_;
+    std::vector<process::ReadOp> ops_;
+    std::vector<process::Address> unique_codes_;
+    std::vector<std::uint32_t> code_of_frame_; // raw frame -> index in unique_codes_
+    std::vector<python::CodeHeader> headers_;  // per unique code
+    std::vector<std::uint8_t> header_bytes_;
+    CaptureStats stats_;
+};
+
+} // namespace spyglass::sampling

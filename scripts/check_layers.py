@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Fails when a layer includes the headers of a layer it may not use (docs/architecture.md).
+
+  check_layers.py [ROOT]
+
+Every file under src/<layer>/ and include/spyglass/<layer>/ is read; its
+#include "spyglass/<other>/..." lines must name <layer> itself or a layer in ALLOWED[<layer>].
+"""
+import os
+import re
+import sys
+
+ALLOWED = {
+    "process": set(),
+    "python": {"process"},
+    "model": set(),
+    "native": {"process"},
+    "sampling": {"process", "python", "model", "native"},
+    "output": {"model"},
+    "cli": {"process", "python", "model", "native", "sampling", "output"},
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"spyglass/([a-z_]+)/')
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))
+    problems = []
+    for base in (os.path.join(root, "src"), os.path.join(root, "include", "spyglass")):
+        for layer in sorted(os.listdir(base)):
+            directory = os.path.join(base, layer)
+            if not os.path.isdir(directory):
+                continue
+            if layer not in ALLOWED:
+                problems.append("%s: a layer check_layers.py does not know" % directory)
+                continue
+            for folder, _, files in os.walk(directory):
+                for name in sorted(files):
+                    path = os.path.join(folder, name)
+                    with open(path, encoding="utf-8", errors="replace") as f:
+                        for number, line in enumerate(f, 1):
+                            match = INCLUDE.match(line)
+                            if match and match.group(1) != layer and \
+                                    match.group(1) not in ALLOWED[layer]:
+                                problems.append("%s:%d: the %s layer may not include %s/" % (
+                                    os.path.relpath(path, root), number, layer, match.group(1)))
+    for problem in problems:
+        print("check_layers: " + problem, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

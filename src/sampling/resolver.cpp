@@ -1,0 +1,150 @@
+#include "spyglass/sampling/resolver.hpp"
+
+#include "spyglass/process/procfs.hpp"
+
+namespace spyglass::sampling {
+
+namespace {
+// Thread names come from the target's threading module: look again at most this often while
+// some thread has none yet.
+constexpr std::uint64_t kNamingIntervalNs = 500'000'000;
+
+void add(ResolveStats& into, const ResolveStats& from) {
+    into.code_misses += from.code_misses;
+    into.code_stale += from.code_stale;
+    into.code_gone += from.code_gone;
+    into.resolved_hits += from.resolved_hits;
+}
+} // namespace
+
+Resolver::Resolver(model::FrameTable& frames, model::StackTable& stacks, StackReadOptions options,
+                   model::SampleSink& sink)
+    : frames_(frames), stacks_(stacks), options_(options), sink_(sink),
+      torn_marker_(frames.marker("<unreadable: the stack changed while it was read>")),
+      deeper_marker_(frames.marker("<deeper: more frames than the limit of 4096>")) {}
+
+Resolver::~Resolver() = default;
+
+void Resolver::register_process(std::uint32_t slot, std::shared_ptr<const ProcessContext> context) {
+    std::lock_guard lock(registered_mutex_);
+    registered_[slot] = std::move(context);
+}
+
+Resolver::ProcessEntry* Resolver::process_entry(std::uint32_t slot) {
+    auto it = processes_.find(slot);
+    if (it != processes_.end()) return &it->second;
+    std::shared_ptr<const ProcessContext> context;
+    {
+        std::lock_guard lock(registered_mutex_);
+        auto found = registered_.find(slot);
+        if (found == registered_.end()) return nullptr;
+        context = found->second;
+    }
+    ProcessEntry& entry = processes_[slot];
+    entry.context = context;
+    entry.stacks =
+        std::make_unique<StackResolver>(context->memory, context->target, frames_, options_);
+    entry.objects = std::make_unique<python::ObjectReader>(*context->memory, context->target);
+    return &entry;
+}
+
+ResolveStats Resolver::stats() const {
+    ResolveStats out = retired_stats_;
+    for (const auto& [slot, entry] : processes_)
+        if (entry.stacks) add(out, entry.stacks->stats());
+    return out;
+}
+
+void Resolver::drain(CaptureQueue& queue) {
+    std::span<const python::RawFrame> frames;
+    while (const ThreadCapture* capture = queue.front(frames)) {
+        handle(*capture, frames);
+        queue.pop();
+    }
+}
+
+void Resolver::run(CaptureQueue& queue) {
+    while (queue.wait())
+        drain(queue);
+}
+
+void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawFrame> frames) {
+    ProcessEntry* process = process_entry(capture.process);
+    if (process == nullptr) return; // not registered: a programming error, nothing to show
+    switch (capture.kind) {
+    case CaptureKind::process_added:
+        return;
+    case CaptureKind::process_retired:
+        if (process->stacks) add(retired_stats_, process->stacks->stats());
+        processes_.erase(capture.process);
+        return;
+    case CaptureKind::thread_seen: {
+        if (threads_.size() <= capture.thread) threads_.resize(capture.thread + 1);
+        ThreadEntry& thread = threads_[capture.thread];
+        thread = ThreadEntry{};
+        thread.process = capture.process;
+        thread.interp = capture.interp;
+        const pid_t pid = process->context->target.pid;
+        thread.info = {pid, capture.tid, capture.thread_id,
+                       process::task_comm(pid, capture.tid).value_or("")};
+        process->unnamed_threads = true;
+        process->last_naming_ns = 0;
+        sink_.thread(capture.thread, thread.info);
+        return;
+    }
+    case CaptureKind::sample:
+        break;
+    }
+    if (capture.thread >= threads_.size()) return;
+    ThreadEntry& thread = threads_[capture.thread];
+    model::Sample sample;
+    sample.key.thread = capture.thread;
+    sample.key.on_cpu = capture.on_cpu;
+    sample.key.gil = capture.gil;
+    sample.time_ns = capture.time_ns;
+    sample.weight_ns = capture.weight_ns;
+    sample.cpu_ns = capture.cpu_ns;
+    if (capture.same_stack && thread.have_last) {
+        sample.key.stack = thread.last_stack;
+    } else if (capture.outcome == CaptureOutcome::torn) {
+        sample.status = model::StackStatus::torn;
+        sample.key.stack = stacks_.intern(std::span(&torn_marker_, 1));
+        thread.have_last = false;
+    } else {
+        sample.status = process->stacks->resolve(
+            frames, capture.outcome == CaptureOutcome::truncated && !capture.too_deep, ids_);
+        if (capture.too_deep) ids_.push_back(deeper_marker_);
+        sample.key.stack = stacks_.intern(ids_);
+        thread.last_stack = sample.key.stack;
+        thread.have_last = sample.status == model::StackStatus::ok;
+    }
+    sink_.sample(sample);
+    if (process->unnamed_threads) name_threads(*process, capture.process, capture.time_ns);
+}
+
+void Resolver::name_threads(ProcessEntry& process, std::uint32_t slot, std::uint64_t now_ns) {
+    if (process.last_naming_ns != 0 && now_ns - process.last_naming_ns < kNamingIntervalNs) return;
+    process.last_naming_ns = now_ns == 0 ? 1 : now_ns;
+    process.unnamed_threads = false;
+    std::unordered_map<process::Address, std::unordered_map<std::uint64_t, std::string>> names;
+    for (std::uint32_t index = 0; index < threads_.size(); ++index) {
+        ThreadEntry& thread = threads_[index];
+        if (thread.process != slot || thread.named || thread.info.pid == 0) continue;
+        auto known = names.find(thread.interp);
+        if (known == names.end())
+            known =
+                names.emplace(thread.interp, process.objects->thread_names(thread.interp)).first;
+        auto name = known->second.find(thread.info.thread_id);
+        if (name == known->second.end()) {
+            process.unnamed_threads = true;
+            continue;
+        }
+        thread.named = true;
+        if (name->second != thread.info.name) {
+            thread.info.name = name->second;
+            sink_.thread(index, thread.info);
+        }
+    }
+}
+
+} // namespace spyglass::sampling
