@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include <fmt/format.h>
 #include <sys/ioctl.h>
@@ -27,26 +28,41 @@ std::size_t terminal_width() {
 std::string status_text(const sampling::Progress& progress, double duration_s, double rate_hz,
                         std::size_t width) {
     double elapsed = static_cast<double>(progress.elapsed_ns) / 1e9;
-    std::string text = "spyglass: ";
-    if (duration_s > 0) {
+    auto head = [&](std::size_t bar) {
+        if (duration_s <= 0) return fmt::format("spyglass: {:.1f} s", elapsed);
         double done = std::clamp(elapsed / duration_s, 0.0, 1.0);
-        auto filled = static_cast<std::size_t>(std::floor(done * kBarWidth));
-        text += fmt::format("[{}{}] {:3.0f}%  {:.1f} s / {:g} s", std::string(filled, '#'),
-                            std::string(kBarWidth - filled, '-'), std::floor(done * 100), elapsed,
-                            duration_s);
-    } else {
-        text += fmt::format("{:.1f} s", elapsed);
-    }
+        auto filled = static_cast<std::size_t>(std::floor(done * static_cast<double>(bar)));
+        return fmt::format("spyglass: [{}{}] {:3.0f}%  {:.1f} s / {:g} s", std::string(filled, '#'),
+                           std::string(bar - filled, '-'), std::floor(done * 100), elapsed,
+                           duration_s);
+    };
+    // What follows the time, most important first: on a narrow terminal the last ones go.
+    std::vector<std::string> parts;
     if (progress.waiting) {
-        text += "  waiting for a Python interpreter...";
+        parts.push_back("waiting for a Python interpreter...");
     } else {
         // Tick n comes n periods after the start, so n ticks cover n whole periods.
         double covered = elapsed + (progress.ticks > 0 ? 1.0 / rate_hz : 0.0);
         double achieved = covered > 0 ? static_cast<double>(progress.ticks) / covered : 0.0;
-        text += fmt::format("  {} samples  {:.1f} Hz (of {:g})  {} errors  (Ctrl-C to stop)",
-                            output::with_commas(progress.samples), achieved, rate_hz,
-                            output::with_commas(progress.errors));
+        parts.push_back(output::with_commas(progress.samples) + " samples");
+        parts.push_back(output::with_commas(progress.errors) + " errors");
+        parts.push_back(fmt::format("{:.1f} Hz (of {:g})", achieved, rate_hz));
     }
+    parts.push_back("(Ctrl-C to stop)");
+    // A shorter bar before the sample count goes.
+    std::string text = head(kBarWidth);
+    if (width > 0 && text.size() + 2 + parts[0].size() > width) text = head(kBarWidth / 2);
+    auto length = [&](std::size_t count) {
+        std::size_t n = text.size();
+        for (std::size_t i = 0; i < count; ++i)
+            n += 2 + parts[i].size();
+        return n;
+    };
+    std::size_t shown = parts.size();
+    while (width > 0 && shown > 1 && length(shown) > width)
+        --shown;
+    for (std::size_t i = 0; i < shown; ++i)
+        text += "  " + parts[i];
     if (width > 0 && text.size() > width) text.resize(width);
     return text;
 }

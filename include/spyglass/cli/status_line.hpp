@@ -11,7 +11,8 @@
 
 namespace spyglass::cli {
 
-// One update's text, without terminal control sequences, cut to `width` columns (0: no limit).
+// One update's text, without terminal control sequences, at most `width` columns (0: no limit):
+// on a narrow terminal the Ctrl-C hint, then the rate, then the error count are left out.
 // The achieved rate counts each tick's whole period, so the first update does not claim
 // thousands of Hz.
 std::string status_text(const sampling::Progress& progress, double duration_s, double rate_hz,
