@@ -23,6 +23,7 @@ constexpr double kFontSize = 12;
 constexpr double kTitleFontSize = 17;
 constexpr double kFontWidth = 0.59; // average glyph width, in font sizes
 constexpr double kTop = 84;         // title, subtitle, buttons, legend
+constexpr double kButtons = 190;    // the title keeps clear of the buttons on either side
 constexpr double kBottom = 36;      // the details line
 constexpr double kMinWidth = 0.5;   // narrower frames (and all above them) are left out
 constexpr double kTextDy = 11.5;    // a frame label's baseline below the frame's top
@@ -97,9 +98,9 @@ void append_legend(std::string& svg) {
     };
     constexpr Entry entries[] = {
         {kRunningSwatch, "running (on-CPU)"},
-        {kWaitingSwatch, "waiting (off-CPU: sleep, I/O, a lock, the GIL)"},
+        {kWaitingSwatch, "waiting (off-CPU: sleep, I/O, lock, GIL)"},
         {kMatchSwatch, "search match"},
-        {"", "[brackets]: added by spyglass, not in the program"},
+        {"", "[name]: added by spyglass, not in the program"},
     };
     constexpr double gap = 22, swatch_gap = 5;
     double width = 0;
@@ -279,9 +280,9 @@ class FlamegraphWriter final : public ProfileWriter {
             "xmlns=\"http://www.w3.org/2000/svg\" xmlns:sg=\"urn:spyglass:flamegraph\" "
             "sg:total=\"{2}\" sg:xpad=\"{3}\" sg:frameheight=\"{4}\" sg:fontsize=\"{5}\" "
             "sg:fontwidth=\"{6}\" sg:minwidth=\"{7}\" sg:top=\"{8}\" sg:depth=\"{9}\" "
-            "sg:textdy=\"{10}\">\n",
+            "sg:textdy=\"{10}\" sg:titlesize=\"{11}\">\n",
             kWidth, height, total, kXPad, kFrameHeight, kFontSize, kFontWidth, kMinWidth, kTop,
-            depth, kTextDy);
+            depth, kTextDy, kTitleFontSize);
         svg += "<style>\n"
                "text { font-family: Verdana, 'DejaVu Sans', sans-serif; font-size: 12px; "
                "fill: rgb(0,0,0); }\n"
@@ -303,13 +304,22 @@ class FlamegraphWriter final : public ProfileWriter {
                        kWidth, height);
         std::string command = profile.info.command.empty() ? std::string("(unknown command)")
                                                            : join_words(profile.info.command);
+        // The whole texts go in sg:text, for the script to fit them to the window's width.
+        std::string title = "spyglass: " + fit_text(command, 6000, kTitleFontSize);
+        std::string sub = subtitle(profile, total, layout.on_cpu(), layout.hidden());
         fmt::format_to(std::back_inserter(svg),
-                       "<text id=\"title\" class=\"center\" x=\"{}\" y=\"24\">", kWidth / 2);
-        append_xml_escaped(svg, "spyglass: " + fit_text(command, kWidth - 260, kTitleFontSize));
-        fmt::format_to(std::back_inserter(svg),
-                       "</text>\n<text id=\"subtitle\" class=\"center\" x=\"{}\" y=\"44\">",
+                       "<text id=\"title\" class=\"center\" x=\"{}\" y=\"24\" sg:text=\"",
                        kWidth / 2);
-        append_xml_escaped(svg, subtitle(profile, total, layout.on_cpu(), layout.hidden()));
+        append_xml_escaped(svg, title);
+        svg += "\">";
+        append_xml_escaped(svg, fit_text(title, kWidth - 2 * kButtons, kTitleFontSize));
+        fmt::format_to(std::back_inserter(svg),
+                       "</text>\n<text id=\"subtitle\" class=\"center\" x=\"{}\" y=\"44\" "
+                       "sg:text=\"",
+                       kWidth / 2);
+        append_xml_escaped(svg, sub);
+        svg += "\">";
+        append_xml_escaped(svg, fit_text(sub, kWidth - 2 * kXPad));
         svg += "</text>\n";
         fmt::format_to(
             std::back_inserter(svg),

@@ -20,8 +20,8 @@ std::string_view flamegraph_script() noexcept {
   let started = false, resizing = false, highlighted = false;
   let details, matched, unzoomButton, searchButton, flipButton, legend;
 
-  function fit(label, w) {
-    const chars = Math.floor((w - 6) / (fontSize * fontWidth));
+  function fit(label, w, size) {
+    const chars = Math.floor((w - 6) / ((size || fontSize) * fontWidth));
     if (chars < 3) return "";
     const points = Array.from(label);
     return points.length <= chars ? label : points.slice(0, chars - 2).join("") + "..";
@@ -89,14 +89,21 @@ std::string_view flamegraph_script() noexcept {
     width = svg.getBoundingClientRect().width - 2 * xpad;
     for (const el of document.querySelectorAll(".center"))
       el.setAttribute("x", (xpad + width / 2).toFixed(1));
+    const subtitle = document.getElementById("subtitle");
+    subtitle.textContent = fit(subtitle.getAttribute("sg:text"), width);
     for (const el of document.querySelectorAll(".right"))
       el.setAttribute("x", (xpad + width).toFixed(1));
     if (legend) {
+      // Centred, and smaller when the window is narrower than the legend.
       const box = legend.getBBox(); // without the group's own transform
-      const dx = xpad + width / 2 - (box.x + box.width / 2);
-      legend.setAttribute("transform", "translate(" + dx.toFixed(1) + ",0)");
+      const scale = Math.min(1, width / box.width);
+      const dx = xpad + width / 2 - (box.x + box.width / 2) * scale;
+      const dy = (box.y + box.height) * (1 - scale);
+      legend.setAttribute("transform", "translate(" + dx.toFixed(1) + "," + dy.toFixed(1) +
+                          ") scale(" + scale.toFixed(3) + ")");
     }
     layout();
+    fitTitle();
   }
 
   function highlight() {
@@ -179,10 +186,21 @@ std::string_view flamegraph_script() noexcept {
     show();
   }
 
+  // The centred title as long as the buttons on both sides leave room for.
+  function fitTitle() {
+    const title = document.getElementById("title");
+    const left = zoomed ? parseFloat(unzoomButton.getAttribute("x")) + unzoomButton.getComputedTextLength()
+                        : xpad + flipButton.getComputedTextLength();
+    const right = xpad + searchButton.getComputedTextLength();
+    const room = width + 2 * xpad - 2 * (Math.max(left, right) + 12);
+    title.textContent = fit(title.getAttribute("sg:text"), room, num(svg, "titlesize"));
+  }
+
   function show() {
     flipButton.textContent = icicle ? "Flame view" : "Icicle view";
     layout();
     highlight();
+    fitTitle();
     saveState();
   }
 
