@@ -3,12 +3,12 @@
 #include <ctime>
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include "spyglass/cli/launcher.hpp"
 #include "spyglass/cli/options.hpp"
 #include "spyglass/cli/output_file.hpp"
 #include "spyglass/cli/signals.hpp"
+#include "spyglass/cli/status_line.hpp"
 #include "spyglass/cli/summary.hpp"
 #include "spyglass/model/aggregator.hpp"
 #include "spyglass/output/writer.hpp"
@@ -21,42 +21,13 @@ std::string default_output_path(output::Format format) {
     std::time_t now = std::time(nullptr);
     char stamp[32];
     std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-    const char* extension = format == output::Format::folded       ? "txt"
-                            : format == output::Format::pprof      ? "pb.gz"
-                            : format == output::Format::speedscope ? "json"
-                                                                   : "svg";
+    const char* extension = format == output::Format::folded        ? "txt"
+                            : format == output::Format::pprof       ? "pb.gz"
+                            : format == output::Format::speedscope  ? "json"
+                            : format == output::Format::chrometrace ? "trace.json"
+                                                                    : "svg";
     return fmt::format("spyglass-{}.{}", stamp, extension);
 }
-
-class StatusLine {
-  public:
-    StatusLine(double duration, double rate)
-        : duration_(duration), rate_(rate), tty_(::isatty(2) != 0) {}
-    void update(const sampling::Progress& p) {
-        if (!tty_) return;
-        double elapsed = static_cast<double>(p.elapsed_ns) / 1e9;
-        std::string when = duration_ > 0 ? fmt::format("{:.1f}s/{:.0f}s", elapsed, duration_)
-                                         : fmt::format("{:.1f}s", elapsed);
-        std::string text =
-            p.waiting ? fmt::format("spyglass: {} waiting for a Python interpreter...", when)
-                      : fmt::format("spyglass: {}  {} samples  {:.1f} Hz (of {:g})  {} errors  "
-                                    "(Ctrl-C to stop)",
-                                    when, output::with_commas(p.samples),
-                                    elapsed > 0 ? static_cast<double>(p.ticks) / elapsed : 0.0,
-                                    rate_, output::with_commas(p.errors));
-        std::fprintf(stderr, "\r\033[K%s", text.c_str());
-        shown_ = true;
-    }
-    void clear() {
-        if (shown_) std::fprintf(stderr, "\r\033[K");
-        shown_ = false;
-    }
-
-  private:
-    double duration_, rate_;
-    bool tty_;
-    bool shown_ = false;
-};
 
 } // namespace
 
@@ -67,7 +38,8 @@ int run_record(const RecordOptions& options) {
         auto parsed = output::parse_format(options.format);
         if (!parsed) {
             print_error(fmt::format(
-                "unknown format {}: use flamegraph, folded, pprof or speedscope", options.format));
+                "unknown format {}: use flamegraph, folded, pprof, speedscope or chrometrace",
+                options.format));
             return 2;
         }
         format = *parsed;
@@ -96,7 +68,9 @@ int run_record(const RecordOptions& options) {
         return started.error().code == Errc::invalid_argument ? 2 : 1;
     }
     model::Aggregator aggregator(frames, stacks, output::needs_timeline(format));
-    StatusLine status(options.sampling.duration, options.sampling.rate);
+    // A launched command writes to the same terminal: no line for its output to land on.
+    StatusLine status(options.sampling.duration, options.sampling.rate,
+                      !options.hide_progress && !started->child);
     sampling::SessionResult session = started->session->run(
         aggregator, stop, [&](const sampling::Progress& progress) { status.update(progress); });
     status.clear();

@@ -18,7 +18,7 @@ std::string thread_state(const model::ThreadSnapshot& thread) {
 } // namespace
 
 std::string format_dump_text(const model::ProcessSnapshot& snapshot,
-                             const model::FrameTable& frames) {
+                             const model::FrameTable& frames, bool full_filenames) {
     std::string out;
     auto it = std::back_inserter(out);
     fmt::format_to(it, "Process {}: {}\n", snapshot.pid, join_words(snapshot.command));
@@ -39,8 +39,9 @@ std::string format_dump_text(const model::ProcessSnapshot& snapshot,
                 fmt::format_to(it, "    {}\n", strings.view(frame.function));
                 continue;
             }
+            std::string_view file = strings.view(frame.file);
             fmt::format_to(it, "    {} ({}:{})\n", strings.view(frame.function),
-                           strings.view(frame.file), frame.line);
+                           full_filenames ? std::string(file) : short_filename(file), frame.line);
             if (i < thread.locals.size()) {
                 bool any_argument = false, any_local = false;
                 for (const auto& local : thread.locals[i])

@@ -22,9 +22,13 @@ constexpr double kFrameHeight = 16;
 constexpr double kFontSize = 12;
 constexpr double kTitleFontSize = 17;
 constexpr double kFontWidth = 0.59; // average glyph width, in font sizes
-constexpr double kTop = 64;         // title, subtitle, buttons
+constexpr double kTop = 84;         // title, subtitle, buttons, legend
+constexpr double kButtons = 190;    // the title keeps clear of the buttons on either side
 constexpr double kBottom = 36;      // the details line
-constexpr double kMinWidth = 0.1;   // narrower frames (and all above them) are left out
+constexpr double kMinWidth = 0.5;   // narrower frames (and all above them) are left out
+constexpr double kTextDy = 11.5;    // a frame label's baseline below the frame's top
+constexpr double kLegendY = 66;     // the legend's baseline
+constexpr double kSwatch = 11;      // a legend entry's colour square
 
 // A frame to draw: samples [offset, offset + total) of the sorted stacks, at a depth.
 struct Box {
@@ -79,6 +83,52 @@ std::string colour(std::string_view function, bool off_cpu) {
     return fmt::format("rgb({},{},{})", c(205, 50, v1), c(70, 160, v2), c(20, 50, v3));
 }
 
+// The middle of each colour range, for the legend.
+constexpr std::string_view kRunningSwatch = "rgb(230,150,45)";
+constexpr std::string_view kWaitingSwatch = "rgb(90,145,227)";
+constexpr std::string_view kMatchSwatch = "rgb(230,0,230)";
+
+// What the colours and the brackets mean, centred under the subtitle (the script centres it
+// again when the width follows the window). Frame kinds to come (native, wait reasons) add
+// entries here.
+void append_legend(std::string& svg) {
+    struct Entry {
+        std::string_view swatch; // empty: text only
+        std::string_view text;
+    };
+    constexpr Entry entries[] = {
+        {kRunningSwatch, "running (on-CPU)"},
+        {kWaitingSwatch, "waiting (off-CPU: sleep, I/O, lock, GIL)"},
+        {kMatchSwatch, "search match"},
+        {"", "[name]: added by spyglass, not in the program"},
+    };
+    constexpr double gap = 22, swatch_gap = 5;
+    double width = 0;
+    for (const Entry& entry : entries)
+        width += (entry.swatch.empty() ? 0 : kSwatch + swatch_gap) +
+                 static_cast<double>(entry.text.size()) * kFontSize * kFontWidth + gap;
+    width -= gap;
+    fmt::format_to(std::back_inserter(svg),
+                   "<g id=\"legend\" transform=\"translate({:.1f},0)\" sg:gap=\"{}\" "
+                   "sg:swatchgap=\"{}\">",
+                   (kWidth - width) / 2, gap, swatch_gap);
+    double x = 0;
+    for (const Entry& entry : entries) {
+        if (!entry.swatch.empty()) {
+            fmt::format_to(std::back_inserter(svg),
+                           "<rect x=\"{:.1f}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" "
+                           "rx=\"2\"/>",
+                           x, kLegendY - kSwatch + 1, kSwatch, kSwatch, entry.swatch);
+            x += kSwatch + swatch_gap;
+        }
+        fmt::format_to(std::back_inserter(svg), "<text x=\"{:.1f}\" y=\"{}\">", x, kLegendY);
+        append_xml_escaped(svg, entry.text);
+        svg += "</text>";
+        x += static_cast<double>(entry.text.size()) * kFontSize * kFontWidth + gap;
+    }
+    svg += "</g>\n";
+}
+
 // What to draw, the way flamegraph.pl does it: the stacks sorted by their frames' labels, so
 // that a frame's samples are adjacent, then one pass that opens and closes frames as
 // consecutive stacks share less or more of their roots. Memory is the stacks plus the frames
@@ -95,10 +145,12 @@ class Layout {
         for (const model::AggregatedSample& sample : profile.samples) {
             if (sample.count == 0) continue;
             display_.stack(sample.key.thread, sample.key.stack, sample.key.on_cpu, ids);
-            stacks.push_back({pool.size(), pool.size() + ids.size(), sample.count,
-                              sample.key.on_cpu ? sample.count : 0});
+            // Samples weighed by the time they stand for, in sampling periods.
+            const std::uint64_t periods = profile.periods(sample.weight_ns, sample.count);
+            stacks.push_back({pool.size(), pool.size() + ids.size(), periods,
+                              sample.key.on_cpu ? periods : 0});
             pool.insert(pool.end(), ids.begin(), ids.end());
-            total_ += sample.count;
+            total_ += periods;
             on_cpu_ += stacks.back().on_cpu;
         }
         // Compare stacks by label through each frame's rank in label order.
@@ -230,8 +282,10 @@ class FlamegraphWriter final : public ProfileWriter {
             "<svg version=\"1.1\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
             "xmlns=\"http://www.w3.org/2000/svg\" xmlns:sg=\"urn:spyglass:flamegraph\" "
             "sg:total=\"{2}\" sg:xpad=\"{3}\" sg:frameheight=\"{4}\" sg:fontsize=\"{5}\" "
-            "sg:fontwidth=\"{6}\" sg:minwidth=\"{7}\" sg:bottom=\"{8}\">\n",
-            kWidth, height, total, kXPad, kFrameHeight, kFontSize, kFontWidth, kMinWidth, bottom);
+            "sg:fontwidth=\"{6}\" sg:minwidth=\"{7}\" sg:top=\"{8}\" sg:depth=\"{9}\" "
+            "sg:textdy=\"{10}\" sg:titlesize=\"{11}\">\n",
+            kWidth, height, total, kXPad, kFrameHeight, kFontSize, kFontWidth, kMinWidth, kTop,
+            depth, kTextDy, kTitleFontSize);
         svg += "<style>\n"
                "text { font-family: Verdana, 'DejaVu Sans', sans-serif; font-size: 12px; "
                "fill: rgb(0,0,0); }\n"
@@ -247,27 +301,40 @@ class FlamegraphWriter final : public ProfileWriter {
                "</style>\n<script type=\"text/ecmascript\"><![CDATA[\n";
         svg += flamegraph_script();
         svg += "]]></script>\n";
-        fmt::format_to(
-            std::back_inserter(svg),
-            "<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"rgb(250,250,245)\"/>\n",
-            kWidth, height);
+        fmt::format_to(std::back_inserter(svg),
+                       "<rect id=\"background\" x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" "
+                       "fill=\"rgb(250,250,245)\"/>\n",
+                       kWidth, height);
         std::string command = profile.info.command.empty() ? std::string("(unknown command)")
                                                            : join_words(profile.info.command);
-        fmt::format_to(std::back_inserter(svg), "<text id=\"title\" x=\"{}\" y=\"24\">",
+        // The whole texts go in sg:text, for the script to fit them to the window's width.
+        std::string title = "spyglass: " + fit_text(command, 6000, kTitleFontSize);
+        std::string sub = subtitle(profile, total, layout.on_cpu(), layout.hidden());
+        fmt::format_to(std::back_inserter(svg),
+                       "<text id=\"title\" class=\"center\" x=\"{}\" y=\"24\" sg:text=\"",
                        kWidth / 2);
-        append_xml_escaped(svg, "spyglass: " + fit_text(command, kWidth - 260, kTitleFontSize));
-        fmt::format_to(std::back_inserter(svg), "</text>\n<text id=\"subtitle\" x=\"{}\" y=\"44\">",
+        append_xml_escaped(svg, title);
+        svg += "\">";
+        append_xml_escaped(svg, fit_text(title, kWidth - 2 * kButtons, kTitleFontSize));
+        fmt::format_to(std::back_inserter(svg),
+                       "</text>\n<text id=\"subtitle\" class=\"center\" x=\"{}\" y=\"44\" "
+                       "sg:text=\"",
                        kWidth / 2);
-        append_xml_escaped(svg, subtitle(profile, total, layout.on_cpu(), layout.hidden()));
+        append_xml_escaped(svg, sub);
+        svg += "\">";
+        append_xml_escaped(svg, fit_text(sub, kWidth - 2 * kXPad));
         svg += "</text>\n";
         fmt::format_to(
             std::back_inserter(svg),
-            "<text id=\"unzoom\" class=\"button hide\" x=\"{0}\" y=\"24\">Reset zoom</text>\n"
-            "<text id=\"search\" class=\"button\" x=\"{1}\" y=\"24\" "
+            "<text id=\"flip\" class=\"button\" x=\"{0}\" y=\"24\">Icicle view</text>\n"
+            "<text id=\"unzoom\" class=\"button hide\" x=\"{3}\" y=\"24\">Reset zoom</text>\n"
+            "<text id=\"search\" class=\"button right\" x=\"{1}\" y=\"24\" "
             "text-anchor=\"end\">Search</text>\n"
             "<text id=\"details\" x=\"{0}\" y=\"{2}\"> </text>\n"
-            "<text id=\"matched\" x=\"{1}\" y=\"{2}\" text-anchor=\"end\"> </text>\n",
-            kXPad, kWidth - kXPad, height - 14);
+            "<text id=\"matched\" class=\"right\" x=\"{1}\" y=\"{2}\" "
+            "text-anchor=\"end\"> </text>\n",
+            kXPad, kWidth - kXPad, height - 14, kXPad + 100);
+        append_legend(svg);
         if (total == 0)
             fmt::format_to(std::back_inserter(svg),
                            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">No samples were "
@@ -287,12 +354,18 @@ class FlamegraphWriter final : public ProfileWriter {
             append_title(svg, frame, node, total);
             fmt::format_to(std::back_inserter(svg),
                            "</title><rect x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" "
-                           "fill=\"{}\" rx=\"2\" sg:x=\"{}\" sg:w=\"{}\"/><text x=\"{:.2f}\" "
-                           "y=\"{}\">",
+                           "fill=\"{}\" rx=\"2\" sg:x=\"{}\" sg:w=\"{}\" sg:d=\"{}\"/>",
                            x, y, w, kFrameHeight - 1, colour(frame.function, off_cpu), node.offset,
-                           node.total, x + 3, y + 11.5);
-            append_xml_escaped(svg, fit_text(frame.label, w));
-            svg += "</text></g>\n";
+                           node.total, node.depth);
+            // Most frames of a big profile are too narrow for a label: no empty text for them
+            // (the script adds one when a zoom makes room).
+            if (std::string label = fit_text(frame.label, w); !label.empty()) {
+                fmt::format_to(std::back_inserter(svg), "<text x=\"{:.2f}\" y=\"{}\">", x + 3,
+                               y + kTextDy);
+                append_xml_escaped(svg, label);
+                svg += "</text>";
+            }
+            svg += "</g>\n";
             if (svg.size() >= 1 << 16) {
                 if (auto written = write_bytes(out, svg); !written) return written;
                 svg.clear();

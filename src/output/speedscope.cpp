@@ -32,9 +32,9 @@ class UniqueStacks {
 
 struct ThreadProfile {
     std::uint32_t thread = 0;
-    std::vector<std::pair<std::uint32_t, std::uint64_t>> samples; // unique stack, sample count
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> samples; // unique stack, weight (ns)
     std::uint64_t start_ns = 0, end_ns = 0;
-    std::uint64_t total = 0; // samples
+    std::uint64_t total = 0; // weight (ns)
 };
 
 // Per thread, in the order of Profile::threads: the timeline in time order (consecutive
@@ -53,20 +53,19 @@ std::vector<ThreadProfile> collect(const model::Profile& profile, DisplayFrames&
             display.stack(entry.thread, entry.stack, entry.on_cpu, ids);
             std::uint32_t id = unique.id(ids);
             if (thread.total == 0) thread.start_ns = entry.start_ns;
-            thread.end_ns =
-                std::max(thread.end_ns, entry.start_ns + entry.count * profile.info.period_ns);
-            thread.total += entry.count;
+            thread.end_ns = std::max(thread.end_ns, entry.start_ns + entry.weight_ns);
+            thread.total += entry.weight_ns;
             if (!thread.samples.empty() && thread.samples.back().first == id)
-                thread.samples.back().second += entry.count;
+                thread.samples.back().second += entry.weight_ns;
             else
-                thread.samples.emplace_back(id, entry.count);
+                thread.samples.emplace_back(id, entry.weight_ns);
         }
     } else {
         std::vector<std::map<std::uint32_t, std::uint64_t>> merged(threads.size());
         for (const model::AggregatedSample& sample : profile.samples) {
             if (sample.count == 0 || sample.key.thread >= threads.size()) continue;
             display.stack(sample.key.thread, sample.key.stack, sample.key.on_cpu, ids);
-            merged[sample.key.thread][unique.id(ids)] += sample.count;
+            merged[sample.key.thread][unique.id(ids)] += sample.weight_ns;
         }
         auto by_label = [&](const auto& a, const auto& b) {
             const Ids &x = unique.get(a.first), &y = unique.get(b.first);
@@ -80,7 +79,7 @@ std::vector<ThreadProfile> collect(const model::Profile& profile, DisplayFrames&
             std::sort(thread.samples.begin(), thread.samples.end(), by_label);
             for (const auto& sample : thread.samples)
                 thread.total += sample.second;
-            thread.end_ns = thread.total * profile.info.period_ns;
+            thread.end_ns = thread.total;
         }
     }
     std::erase_if(threads, [](const ThreadProfile& t) { return t.total == 0; });
@@ -147,7 +146,7 @@ class SpeedscopeWriter final : public ProfileWriter {
             json.end_array();
             json.key("weights").begin_array();
             for (const auto& sample : thread.samples) {
-                json.value(seconds(sample.second * profile.info.period_ns));
+                json.value(seconds(sample.second));
                 if (auto drained = drain(); !drained) return drained;
             }
             json.end_array();

@@ -14,6 +14,7 @@ std::unique_ptr<ProfileWriter> make_folded_writer();
 std::unique_ptr<ProfileWriter> make_pprof_writer();
 std::unique_ptr<ProfileWriter> make_speedscope_writer();
 std::unique_ptr<ProfileWriter> make_flamegraph_writer();
+std::unique_ptr<ProfileWriter> make_chrometrace_writer();
 
 namespace {
 
@@ -60,6 +61,8 @@ const char* format_name(Format format) noexcept {
         return "pprof";
     case Format::speedscope:
         return "speedscope";
+    case Format::chrometrace:
+        return "chrometrace";
     }
     return "?";
 }
@@ -69,6 +72,7 @@ std::optional<Format> parse_format(std::string_view name) noexcept {
     if (name == "folded" || name == "raw" || name == "collapsed") return Format::folded;
     if (name == "pprof") return Format::pprof;
     if (name == "speedscope") return Format::speedscope;
+    if (name == "chrometrace") return Format::chrometrace;
     return std::nullopt;
 }
 
@@ -77,12 +81,13 @@ Format format_for_path(std::string_view path) noexcept {
         if (ends_with_nocase(path, ext)) return Format::folded;
     for (std::string_view ext : {".pb", ".pb.gz", ".pprof"})
         if (ends_with_nocase(path, ext)) return Format::pprof;
+    if (ends_with_nocase(path, ".trace.json")) return Format::chrometrace;
     if (ends_with_nocase(path, ".json")) return Format::speedscope;
     return Format::flamegraph;
 }
 
 bool needs_timeline(Format format) noexcept {
-    return format == Format::speedscope;
+    return format == Format::speedscope || format == Format::chrometrace;
 }
 
 std::unique_ptr<ProfileWriter> make_writer(Format format) {
@@ -95,6 +100,8 @@ std::unique_ptr<ProfileWriter> make_writer(Format format) {
         return make_pprof_writer();
     case Format::speedscope:
         return make_speedscope_writer();
+    case Format::chrometrace:
+        return make_chrometrace_writer();
     }
     return nullptr;
 }

@@ -60,6 +60,15 @@ def interpreter_tests(base, module_globals):
         module_globals[name] = type(name, (base, unittest.TestCase), attrs)
 
 
+def any_interpreter():
+    """An installed interpreter, the newest first, for tests that need one, not each."""
+    for label in reversed(EXPECTED):
+        path, _ = find_interpreter(label)
+        if path:
+            return path
+    raise AssertionError("no Python interpreter of %s is installed" % ", ".join(EXPECTED))
+
+
 class InterpreterCase(object):
     python = None
     label = None

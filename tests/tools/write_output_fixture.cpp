@@ -4,8 +4,9 @@
 //   write_output_fixture DIR
 //
 // writes DIR/profile.txt (folded), DIR/profile.pb.gz (pprof), DIR/profile.json (speedscope,
-// from the timeline), DIR/profile-samples.json (speedscope, without a timeline) and
-// DIR/profile.svg (flame graph), and prints what they must contain as one JSON object.
+// from the timeline), DIR/profile-samples.json (speedscope, without a timeline),
+// DIR/profile.svg (flame graph) and DIR/profile.trace.json (Chrome trace), and prints what
+// they must contain as one JSON object.
 #include <cstdio>
 #include <map>
 #include <string>
@@ -51,7 +52,8 @@ int main(int argc, char** argv) {
         write(profile, output::Format::pprof, dir + "/profile.pb.gz") &&
         write(profile, output::Format::speedscope, dir + "/profile.json") &&
         write(no_timeline->profile, output::Format::speedscope, dir + "/profile-samples.json") &&
-        write(profile, output::Format::flamegraph, dir + "/profile.svg");
+        write(profile, output::Format::flamegraph, dir + "/profile.svg") &&
+        write(profile, output::Format::chrometrace, dir + "/profile.trace.json");
     if (!ok) return 1;
 
     // What the files must show.

@@ -30,7 +30,8 @@ std::map<std::string, std::uint64_t> parse_folded(const std::string& text) {
 }
 
 TEST(OutputFormat, NamesAndExtensions) {
-    for (Format f : {Format::flamegraph, Format::folded, Format::pprof, Format::speedscope})
+    for (Format f : {Format::flamegraph, Format::folded, Format::pprof, Format::speedscope,
+                     Format::chrometrace})
         EXPECT_EQ(output::parse_format(output::format_name(f)), f);
     EXPECT_EQ(output::parse_format("raw"), Format::folded);
     EXPECT_EQ(output::parse_format("collapsed"), Format::folded);
@@ -47,14 +48,18 @@ TEST(OutputFormat, NamesAndExtensions) {
     EXPECT_EQ(output::format_for_path("p.pb.gz"), Format::pprof);
     EXPECT_EQ(output::format_for_path("p.PPROF"), Format::pprof);
     EXPECT_EQ(output::format_for_path("s.json"), Format::speedscope);
+    EXPECT_EQ(output::format_for_path("t.trace.json"), Format::chrometrace);
+    EXPECT_EQ(output::format_for_path("t.Trace.JSON"), Format::chrometrace);
     EXPECT_EQ(output::format_for_path("noext"), Format::flamegraph);
     EXPECT_EQ(output::format_for_path("x.gz"), Format::flamegraph);
 
     EXPECT_TRUE(output::needs_timeline(Format::speedscope));
+    EXPECT_TRUE(output::needs_timeline(Format::chrometrace));
     EXPECT_FALSE(output::needs_timeline(Format::folded));
     EXPECT_FALSE(output::needs_timeline(Format::pprof));
     EXPECT_FALSE(output::needs_timeline(Format::flamegraph));
-    for (Format f : {Format::flamegraph, Format::folded, Format::pprof, Format::speedscope})
+    for (Format f : {Format::flamegraph, Format::folded, Format::pprof, Format::speedscope,
+                     Format::chrometrace})
         EXPECT_NE(output::make_writer(f), nullptr);
 }
 

@@ -13,7 +13,9 @@ struct DumpOptions {
     bool json = false;
     bool locals = false;
     bool blocking = false;
-    bool nonblocking = false;
+    bool nonblocking = false;  // py-spy's spelling of the default
+    bool subprocesses = false; // also the Python processes among its descendants
+    bool full_filenames = false;
 };
 
 int run_dump(const DumpOptions& options);
@@ -28,7 +30,8 @@ struct SamplingOptions {
     bool gil = false;
     bool subprocesses = false;
     bool blocking = false;
-    bool nonblocking = false;
+    bool nonblocking = false; // asked for explicitly (py-spy's spelling); today's default
+    bool idle = false;        // py-spy's --idle: include waiting threads, i.e. --mode wall
     bool function = false;
     bool nolineno = false;
     bool jitter = false;
@@ -40,6 +43,7 @@ struct RecordOptions {
     std::string format; // empty: from the output's extension
     bool threads = false;
     bool full_filenames = false;
+    bool hide_progress = false;
 };
 
 int run_record(const RecordOptions& options);

@@ -1,0 +1,18 @@
+# Writes DIR/spyglass.1.gz, DIR/spyglass.bash, DIR/_spyglass and DIR/spyglass.fish with the
+# binary SPYGLASS (for cmake/packaging.cmake).
+file(MAKE_DIRECTORY ${DIR})
+function(run_spyglass output)
+  execute_process(COMMAND ${SPYGLASS} ${ARGN} OUTPUT_FILE ${DIR}/${output} RESULT_VARIABLE failed)
+  if(failed)
+    message(FATAL_ERROR "spyglass ${ARGN} failed: ${failed}")
+  endif()
+endfunction()
+run_spyglass(spyglass.1 manpage)
+run_spyglass(spyglass.bash completions bash)
+run_spyglass(_spyglass completions zsh)
+run_spyglass(spyglass.fish completions fish)
+find_program(GZIP gzip REQUIRED)
+execute_process(COMMAND ${GZIP} -9nf ${DIR}/spyglass.1 RESULT_VARIABLE failed)
+if(failed)
+  message(FATAL_ERROR "gzip failed: ${failed}")
+endif()
