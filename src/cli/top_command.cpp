@@ -46,6 +46,7 @@ class SessionWorker {
         sigset_t blocked, previous;
         sigfillset(&blocked);
         sigdelset(&blocked, kWakeSignal);
+        sigdelset(&blocked, SIGCHLD); // a traced thread's stop must wake the session's sleep
         pthread_sigmask(SIG_SETMASK, &blocked, &previous);
         // Like the session's own totals at the end, a tick covers its whole period.
         const auto period = static_cast<std::uint64_t>(1e9 / rate_hz);
@@ -58,6 +59,11 @@ class SessionWorker {
             done_.store(true);
         });
         pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+        // ... and only the session's: the terminal loop has no use for SIGCHLD.
+        sigset_t child;
+        sigemptyset(&child);
+        sigaddset(&child, SIGCHLD);
+        pthread_sigmask(SIG_BLOCK, &child, nullptr);
     }
     ~SessionWorker() { finish(); }
     SessionWorker(const SessionWorker&) = delete;

@@ -7,7 +7,10 @@
 #include <random>
 #include <thread>
 
+#include <csignal>
+
 #include <dirent.h>
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 
@@ -250,10 +253,14 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
     early_.clear();
     std::thread resolving;
     if (!options_.resolve_inline) {
+        // Signals (Ctrl-C, SIGCHLD from traced threads) must wake the sampling thread's sleep,
+        // never land on the resolver's.
+        sigset_t all, previous;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &previous);
         resolving = std::thread([this] { resolver_->run(queue_); });
-#ifdef __linux__
-        pthread_setname_np(resolving.native_handle(), "spyglass-resolve");
-#endif
+        pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+        pthread_setname_np(resolving.native_handle(), "spyglass-res");
     }
 
     const std::uint64_t start = monotonic_ns();
