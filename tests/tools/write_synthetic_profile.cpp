@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "spyglass/output/writer.hpp"
 #include "spyglass/model/profile.hpp"
+#include "spyglass/output/writer.hpp"
 
 namespace {
 
