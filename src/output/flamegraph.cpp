@@ -147,8 +147,8 @@ class Layout {
             display_.stack(sample.key.thread, sample.key.stack, sample.key.on_cpu, ids);
             // Samples weighed by the time they stand for, in sampling periods.
             const std::uint64_t periods = profile.periods(sample.weight_ns, sample.count);
-            stacks.push_back({pool.size(), pool.size() + ids.size(), periods,
-                              sample.key.on_cpu ? periods : 0});
+            stacks.push_back(
+                {pool.size(), pool.size() + ids.size(), periods, sample.key.on_cpu ? periods : 0});
             pool.insert(pool.end(), ids.begin(), ids.end());
             total_ += periods;
             on_cpu_ += stacks.back().on_cpu;

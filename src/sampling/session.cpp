@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <ctime>
 #include <map>
 #include <random>
 #include <thread>
-
-#include <csignal>
 
 #include <dirent.h>
 #include <pthread.h>

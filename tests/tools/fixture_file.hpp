@@ -94,12 +94,13 @@ class RecordingMemory final : public process::RemoteMemory {
     std::map<process::Address, std::vector<std::uint8_t>> reads_;
 };
 
-#define SPYGLASS_FIXTURE_ADDRESSES(X)                                                              \
+// clang-format off
+#define SPYGLASS_FIXTURE_ADDRESSES(X) \
     X(interp_head_slot) X(runtime) X(tstate_current) X(gil_locked) X(gil_last_holder)
-#define SPYGLASS_FIXTURE_TYPES(X)                                                                  \
-    X(code)                                                                                        \
-    X(frame) X(unicode) X(str) X(bytes) X(type) X(dict) X(tuple) X(list) X(long_) X(int_)          \
-        X(float_) X(bool_) X(module) X(none) X(true_) X(false_)
+#define SPYGLASS_FIXTURE_TYPES(X) \
+    X(code) X(frame) X(unicode) X(str) X(bytes) X(type) X(dict) X(tuple) X(list) X(long_) \
+    X(int_) X(float_) X(bool_) X(module) X(none) X(true_) X(false_)
+// clang-format on
 
 inline void write_fixture(std::ostream& out, const Fixture& f) {
     out << "spyglass-fixture 1\nversion " << f.version << "\nlayout " << f.major << ' ' << f.minor
