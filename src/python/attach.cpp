@@ -25,16 +25,14 @@ int calibrate_pthread_tid_offset(process::RemoteMemory& memory, pid_t pid,
 
 } // namespace
 
-Result<std::unique_ptr<PythonProcess>> PythonProcess::attach(pid_t pid,
-                                                             const AttachOptions& options) {
+Result<std::unique_ptr<PythonProcess>> PythonProcess::attach(pid_t pid) {
     process::LiveMemory memory(pid);
     auto target = discover(pid, memory);
     if (!target) return std::unexpected(target.error());
-    return attach(std::move(*target), options);
+    return attach(std::move(*target));
 }
 
-Result<std::unique_ptr<PythonProcess>> PythonProcess::attach(TargetInfo target,
-                                                             const AttachOptions&) {
+Result<std::unique_ptr<PythonProcess>> PythonProcess::attach(TargetInfo target) {
     pid_t pid = target.pid;
     if (auto usable = check_reader_bounds(target.layout); !usable)
         return std::unexpected(usable.error());

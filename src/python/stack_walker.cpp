@@ -81,10 +81,12 @@ class ObjectFrameWalker final : public StackWalker {
         if (read_size_ == 0 && thread.frame != 0)
             return fail(out, StackEnd::corrupt, {Errc::unsupported, thread.frame});
         std::vector<Address>& previous_chain = remembered(thread.tstate);
-        bool speculated = speculate(previous_chain, thread.frame);
+        // The head pointer is read again with the previous walk's frames: the walk starts
+        // where the thread is as they are copied, and the check after it has a short window.
+        bool speculated = speculate(previous_chain, out.head_slot, out.head);
         std::size_t expected = 0; // where the next frame should be in previous_chain
         std::uint8_t* single = single_.data();
-        for (Address frame = thread.frame; frame != 0;) {
+        for (Address frame = out.head; frame != 0;) {
             if (out.depth == kMaxFrames)
                 return fail(out, StackEnd::too_deep, {Errc::corrupt, frame});
             if (visited_.insert(frame)) return fail(out, StackEnd::cycle, {Errc::corrupt, frame});
@@ -146,13 +148,17 @@ class ObjectFrameWalker final : public StackWalker {
         return chains_[tstate];
     }
 
-    bool speculate(const std::vector<Address>& chain, Address head) {
+    bool speculate(const std::vector<Address>& chain, Address head_slot, Address& head) {
         if (chain.size() < 2 || head == 0) return false;
         speculative_.resize(chain.size() * read_size_);
+        Address fresh = 0;
         ops_.clear();
+        ops_.push_back({head_slot, &fresh, sizeof fresh});
         for (std::size_t i = 0; i < chain.size(); ++i)
             ops_.push_back({chain[i], speculative_.data() + i * read_size_, read_size_});
-        return memory_.read_many(ops_).has_value();
+        if (!memory_.read_many(ops_)) return false;
+        head = fresh;
+        return true;
     }
 
     // Usually the frame is where the previous walk had it, or a few places off (frames pushed

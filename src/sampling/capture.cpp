@@ -1,6 +1,7 @@
 #include "spyglass/sampling/capture.hpp"
 
 #include <bit>
+#include <chrono>
 
 namespace spyglass::sampling {
 
@@ -13,7 +14,7 @@ ThreadCapture* CaptureQueue::reserve(std::uint32_t frames, python::RawFrame*& fr
     if (head - tail_.load(std::memory_order_acquire) > slot_mask_) return nullptr;
     if (frames > frame_size_) return nullptr;
     // A capture's frames are contiguous: skip the end of the ring if they do not fit there.
-    std::uint64_t start = frames_head_;
+    std::uint64_t start = frames_head_.load(std::memory_order_relaxed);
     std::uint64_t position = start % frame_size_;
     if (position + frames > frame_size_) start += frame_size_ - position;
     if (start + frames - frames_tail_.load(std::memory_order_acquire) > frame_size_) return nullptr;
@@ -27,18 +28,28 @@ ThreadCapture* CaptureQueue::reserve(std::uint32_t frames, python::RawFrame*& fr
 void CaptureQueue::push() {
     const std::uint64_t head = head_.load(std::memory_order_relaxed);
     const Span& span = spans_[head & slot_mask_];
-    frames_head_ = span.at + span.count;
+    frames_head_.store(span.at + span.count, std::memory_order_relaxed);
     head_.store(head + 1, std::memory_order_release);
 }
 
+bool CaptureQueue::filling() const noexcept {
+    std::uint64_t slots =
+        head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed);
+    std::uint64_t frames =
+        frames_head_.load(std::memory_order_relaxed) - frames_tail_.load(std::memory_order_relaxed);
+    return slots > slots_.size() / 4 || frames > frame_size_ / 4;
+}
+
 void CaptureQueue::notify() {
-    signals_.fetch_add(1, std::memory_order_release);
-    signals_.notify_one();
+    if (filling()) wake_.notify_one();
 }
 
 void CaptureQueue::close() {
-    closed_.store(true, std::memory_order_release);
-    notify();
+    {
+        std::lock_guard lock(wake_mutex_);
+        closed_.store(true, std::memory_order_release);
+    }
+    wake_.notify_one();
 }
 
 const ThreadCapture* CaptureQueue::front(std::span<const python::RawFrame>& frames) const {
@@ -57,15 +68,13 @@ void CaptureQueue::pop() {
 }
 
 bool CaptureQueue::wait() {
-    for (;;) {
-        // Read before looking: a push and notify() after this changes it, and wait() returns.
-        std::uint32_t signals = signals_.load(std::memory_order_acquire);
-        bool closed = closed_.load(std::memory_order_acquire);
-        if (head_.load(std::memory_order_acquire) != tail_.load(std::memory_order_relaxed))
-            return true;
-        if (closed) return false;
-        signals_.wait(signals, std::memory_order_acquire);
-    }
+    std::unique_lock lock(wake_mutex_);
+    // A wake-up lost between the check and the wait costs at most kIdleWakeNs.
+    wake_.wait_for(lock, std::chrono::nanoseconds(kIdleWakeNs),
+                   [&] { return closed_.load(std::memory_order_acquire) || filling(); });
+    bool closed = closed_.load(std::memory_order_acquire);
+    return !closed ||
+           head_.load(std::memory_order_acquire) != tail_.load(std::memory_order_relaxed);
 }
 
 } // namespace spyglass::sampling

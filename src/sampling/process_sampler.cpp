@@ -11,10 +11,10 @@ namespace {
 constexpr std::uint64_t kExecCheckIntervalNs = 250'000'000;
 } // namespace
 
-ThreadRegistry::Entry ThreadRegistry::find_or_add(pid_t pid, pid_t tid, std::uint64_t thread_id) {
+std::uint32_t ThreadRegistry::find_or_add(pid_t pid, pid_t tid, std::uint64_t thread_id) {
     auto [it, inserted] = index_.try_emplace(Key{pid, tid, thread_id}, next_);
     if (inserted) ++next_;
-    return {it->second, inserted};
+    return it->second;
 }
 
 ProcessSampler::ProcessSampler(std::unique_ptr<python::PythonProcess> process, std::uint32_t slot,
@@ -67,16 +67,17 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats) {
         auto it = threads_.find(record.tid);
         if (it == threads_.end() || it->second.thread_id != record.thread_id) {
             // A new thread (or a new one that got the TID of one that exited).
-            auto entry = registry_.find_or_add(process_->pid(), record.tid, record.thread_id);
+            std::uint32_t index =
+                registry_.find_or_add(process_->pid(), record.tid, record.thread_id);
             ThreadState fresh{process::TaskStatReader(process_->pid(), record.tid)};
-            fresh.index = entry.index;
+            fresh.index = index;
             fresh.thread_id = record.thread_id;
             it = threads_.insert_or_assign(record.tid, std::move(fresh)).first;
             python::RawFrame* none = nullptr;
             if (ThreadCapture* seen = queue_.reserve(0, none)) {
                 seen->kind = CaptureKind::thread_seen;
                 seen->process = slot_;
-                seen->thread = entry.index;
+                seen->thread = index;
                 seen->tid = record.tid;
                 seen->thread_id = record.thread_id;
                 seen->interp = record.interp;

@@ -1,5 +1,7 @@
 #include "spyglass/sampling/resolver.hpp"
 
+#include <ctime>
+
 #include "spyglass/process/procfs.hpp"
 
 namespace spyglass::sampling {
@@ -66,6 +68,10 @@ void Resolver::drain(CaptureQueue& queue) {
 void Resolver::run(CaptureQueue& queue) {
     while (queue.wait())
         drain(queue);
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    cpu_ns_ = static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull +
+              static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
 void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawFrame> frames) {

@@ -32,6 +32,13 @@ std::uint64_t monotonic_ns() {
            static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
+std::uint64_t thread_cpu_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull +
+           static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
 std::uint64_t realtime_ns() {
     timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -263,6 +270,7 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
     }
 
     const std::uint64_t start = monotonic_ns();
+    const std::uint64_t cpu_start = thread_cpu_ns();
     const std::uint64_t end = duration != 0 ? start + duration : 0;
     fast_pending_until_ = start + 2'000'000'000ull;
     std::uint64_t tick = 0, next_scan = 0, next_progress = 0, next_pending = 0;
@@ -362,12 +370,22 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
     totals.dropped = stats.dropped;
     totals.processes = samplers_.size();
 
+    result.sampling_cpu_ns = thread_cpu_ns() - cpu_start;
     queue_.close();
     if (resolving.joinable())
         resolving.join();
     else
         resolver_->drain(queue_);
     result.resolve = resolver_->stats();
+    result.resolver_cpu_ns = resolver_->cpu_ns();
+    const double per_sample = stats.samples == 0 ? 0.0
+                                                 : static_cast<double>(result.sampling_cpu_ns) /
+                                                       1e3 / static_cast<double>(stats.samples);
+    spdlog::info("sampling thread: {:.1f} ms of CPU ({:.2f} us per thread sample); resolver "
+                 "thread: {:.1f} ms; {} code objects read, {} stacks resolved from cache",
+                 static_cast<double>(result.sampling_cpu_ns) / 1e6, per_sample,
+                 static_cast<double>(result.resolver_cpu_ns) / 1e6, result.resolve.code_misses,
+                 result.resolve.resolved_hits);
     sink.finish(totals);
     result.totals = totals;
     return result;

@@ -33,10 +33,6 @@ struct ThreadRecord {
     std::uint32_t interp_index = 0; // 0 = newest interpreter
 };
 
-struct AttachOptions {
-    bool verbose = false;
-};
-
 class PythonProcess {
   public:
     PythonProcess(std::shared_ptr<process::RemoteMemory> memory, TargetInfo target);
@@ -44,13 +40,11 @@ class PythonProcess {
 
     // Finds the interpreter in a live process (see discovery.hpp) and reads it through
     // process_vm_readv.
-    static Result<std::unique_ptr<PythonProcess>> attach(pid_t pid,
-                                                         const AttachOptions& options = {});
+    static Result<std::unique_ptr<PythonProcess>> attach(pid_t pid);
     // Attaches with what an earlier discovery learned (a launched interpreter that was not
     // initialized yet: no need to read its ELF files again). Fails with not_found while the
     // interpreter is still not initialized.
-    static Result<std::unique_ptr<PythonProcess>> attach(TargetInfo target,
-                                                         const AttachOptions& options = {});
+    static Result<std::unique_ptr<PythonProcess>> attach(TargetInfo target);
 
     [[nodiscard]] const TargetInfo& target() const noexcept { return target_; }
     [[nodiscard]] const Layout& layout() const noexcept { return target_.layout; }

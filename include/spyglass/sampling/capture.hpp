@@ -5,7 +5,9 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -51,16 +53,20 @@ class CaptureQueue {
     // Publish it with push().
     ThreadCapture* reserve(std::uint32_t frames, python::RawFrame*& frame_space);
     void push();
-    // Wakes the consumer (once per pass, not per capture) / tells it nothing more will come.
+    // After a pass: wakes the consumer if the ring is filling up (otherwise it comes by itself
+    // every kIdleWakeNs: one wake-up per tick would cost a context switch per tick).
     void notify();
+    // Nothing more will come: wakes the consumer.
     void close();
 
     // --- consumer (the resolver) ---
     // The oldest capture and its frames, or nullptr when the ring is empty. Valid until pop().
     const ThreadCapture* front(std::span<const python::RawFrame>& frames) const;
     void pop();
-    // Sleeps until something was pushed or the queue was closed; false once closed and empty.
+    // Sleeps until the ring fills up, kIdleWakeNs pass or the queue is closed; false once
+    // closed and empty.
     bool wait();
+    static constexpr std::uint64_t kIdleWakeNs = 20'000'000;
 
   private:
     std::vector<ThreadCapture> slots_;
@@ -76,8 +82,10 @@ class CaptureQueue {
     alignas(64) std::atomic<std::uint64_t> tail_{0}; // next slot to read
     alignas(64) std::atomic<std::uint64_t> frames_tail_{0};
     std::atomic<bool> closed_{false};
-    std::atomic<std::uint32_t> signals_{0}; // bumped by notify() and close(): what wait() sleeps on
-    std::uint64_t frames_head_ = 0;         // producer only
+    std::mutex wake_mutex_;
+    std::condition_variable wake_;
+    [[nodiscard]] bool filling() const noexcept;
+    std::atomic<std::uint64_t> frames_head_{0}; // written by the producer only
 };
 
 } // namespace spyglass::sampling

@@ -47,11 +47,8 @@ struct PassStats {
 // Numbers threads across all processes of a session, for the sinks.
 class ThreadRegistry {
   public:
-    struct Entry {
-        std::uint32_t index;
-        bool added;
-    };
-    Entry find_or_add(pid_t pid, pid_t tid, std::uint64_t thread_id);
+    // The number of the thread, given it when first seen.
+    std::uint32_t find_or_add(pid_t pid, pid_t tid, std::uint64_t thread_id);
 
   private:
     struct Key {

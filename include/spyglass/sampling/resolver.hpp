@@ -41,6 +41,8 @@ class Resolver {
     void run(CaptureQueue& queue);
 
     [[nodiscard]] ResolveStats stats() const;
+    // CPU time run() used (its thread's), once it has returned.
+    [[nodiscard]] std::uint64_t cpu_ns() const noexcept { return cpu_ns_; }
 
   private:
     struct ProcessEntry {
@@ -74,6 +76,7 @@ class Resolver {
     std::vector<ThreadEntry> threads_; // by thread index
     std::vector<model::FrameId> ids_;
     ResolveStats retired_stats_;
+    std::uint64_t cpu_ns_ = 0;
 };
 
 } // namespace spyglass::sampling
