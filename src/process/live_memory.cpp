@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <climits>
 #include <string>
+#include <vector>
 
 #include <fcntl.h>
 #include <sys/uio.h>
@@ -73,9 +74,13 @@ ReadStatus LiveMemory::read(Address address, void* destination, std::size_t leng
 
 ReadStatus LiveMemory::read_many(std::span<const ReadOp> ops) {
     if (use_proc_mem_) return RemoteMemory::read_many(ops);
-    std::array<iovec, 64> local_small, remote_small;
+    // Whole IOV_MAX batches: a deep stack's frames are one call per 1024, not per 64.
+    std::vector<iovec>& local_small = local_iov_;
+    std::vector<iovec>& remote_small = remote_iov_;
+    local_small.resize(std::min(ops.size(), kMaxIov));
+    remote_small.resize(local_small.size());
     while (!ops.empty()) {
-        std::size_t batch = std::min(ops.size(), std::min(kMaxIov, local_small.size()));
+        std::size_t batch = std::min(ops.size(), kMaxIov);
         std::size_t total = 0;
         for (std::size_t i = 0; i < batch; ++i) {
             local_small[i] = {ops[i].destination, ops[i].length};

@@ -68,7 +68,10 @@ class ObjectFrameWalker final : public StackWalker {
         read_size_ = frame_header_size(layout_).value_or(0);
         if (read_size_ > kMaxFrameObjectHeaderBytes) read_size_ = 0;
         single_.resize(read_size_);
-        link_low_ = std::min(o.frame_back, o.frame_code);
+        // ob_refcnt (just before ob_type), f_back and f_code: what the check after the walk
+        // reads again of each frame.
+        refcnt_ = o.object_type >= 8 ? o.object_type - 8 : 0;
+        link_low_ = std::min({refcnt_, o.frame_back, o.frame_code});
         link_span_ = std::max(o.frame_back, o.frame_code) + 8 - link_low_;
     }
 
@@ -87,8 +90,11 @@ class ObjectFrameWalker final : public StackWalker {
         std::size_t expected = 0; // where the next frame should be in previous_chain
         std::uint8_t* single = single_.data();
         for (Address frame = out.head; frame != 0;) {
-            if (out.depth == kMaxFrames)
-                return fail(out, StackEnd::too_deep, {Errc::corrupt, frame});
+            if (out.depth == kMaxFrames) {
+                // Cut at the limit, as it will be next time: remember the frames read.
+                fail(out, StackEnd::too_deep, {Errc::corrupt, frame});
+                break;
+            }
             if (visited_.insert(frame)) return fail(out, StackEnd::cycle, {Errc::corrupt, frame});
             const std::uint8_t* header =
                 speculated ? speculative_header(previous_chain, frame, expected) : nullptr;
@@ -117,24 +123,33 @@ class ObjectFrameWalker final : public StackWalker {
             previous_chain.push_back(out.links[i].frame);
     }
 
-    // The thread's head pointer, then each frame object again: same parent, same code.
+    // The thread's head pointer, then each frame object again: same parent, same code, and
+    // whether it is still alive.
     void add_verification(const RawStack& stack, VerifyBatch& batch) const override {
         batch.add(stack.head_slot, 8);
         for (std::uint32_t i = 0; i < stack.link_count; ++i)
             batch.add(stack.links[i].frame + link_low_, link_span_);
     }
 
+    // The chain stands if no link changed and every frame from where the thread is now down to
+    // the bottom is alive: a frame that has returned has no references left (and on the free
+    // list its f_back links free frames: a chain through it is no stack at all). The frames
+    // above where the thread is now were its stack when the walk began (the head was read
+    // with them); if the thread is elsewhere now (it called deeper), all must be alive.
     bool verify(const RawStack& stack, const VerifyBatch& batch) const override {
         const LayoutOffsets& o = layout_.off;
         if (batch.regions.size() < stack.link_count + 1) return false;
-        if (load<std::uint64_t>(batch.bytes.data() + batch.regions[0].offset) != stack.head)
-            return false;
+        Address head = load<std::uint64_t>(batch.bytes.data() + batch.regions[0].offset);
+        std::uint32_t live_from = 0;
+        for (std::uint32_t i = 0; i < stack.link_count; ++i)
+            if (stack.links[i].frame == head) live_from = i;
         for (std::uint32_t i = 0; i < stack.link_count; ++i) {
             const std::uint8_t* bytes =
                 batch.bytes.data() + batch.regions[i + 1].offset - link_low_;
             if (load<std::uint64_t>(bytes + o.frame_back) != stack.links[i].previous ||
                 load<std::uint64_t>(bytes + o.frame_code) != stack.links[i].code)
                 return false;
+            if (i >= live_from && load<std::int64_t>(bytes + refcnt_) <= 0) return false;
         }
         return true;
     }
@@ -182,7 +197,8 @@ class ObjectFrameWalker final : public StackWalker {
     Address frame_type_;
     std::size_t read_size_;
     std::vector<std::uint8_t> single_;           // one frame header, read_size_ bytes
-    std::uint32_t link_low_ = 0, link_span_ = 0; // the bytes holding f_back and f_code
+    std::uint32_t refcnt_ = 0;
+    std::uint32_t link_low_ = 0, link_span_ = 0; // the bytes holding those fields
     VisitedSet visited_;
     std::unordered_map<Address, std::vector<Address>> chains_; // per thread state
     std::vector<std::uint8_t> speculative_;

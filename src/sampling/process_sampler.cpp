@@ -177,7 +177,8 @@ bool ProcessSampler::push_sample(const python::ThreadRecord& record, ThreadState
     slot->paused = paused;
     slot->too_deep = raw.end == python::StackEnd::too_deep;
     queue_.push();
-    thread.have_previous = outcome == CaptureOutcome::ok;
+    // A stack cut at the frame limit is cut the same way next time: as good as whole.
+    thread.have_previous = outcome == CaptureOutcome::ok || slot->too_deep;
     ++stats.samples;
     if (outcome == CaptureOutcome::torn ||
         (outcome == CaptureOutcome::truncated && !slot->too_deep))

@@ -32,7 +32,8 @@ CaptureOutcome StackCapturer::capture(python::ThreadRecord thread, Attempt how) 
         outcome = check(how.thread_stopped);
         if (outcome == CaptureOutcome::ok || outcome == CaptureOutcome::gone) return outcome;
         // A stack deeper than the frame limit is cut the same way each time: not a race.
-        if (raw_.end == python::StackEnd::too_deep) return outcome;
+        if (outcome == CaptureOutcome::truncated && raw_.end == python::StackEnd::too_deep)
+            return outcome;
         ++stats_.torn_attempts;
         if (attempt >= retries) return outcome;
         // The thread moved on: read the pointers the walk starts from again.
@@ -45,9 +46,10 @@ CaptureOutcome StackCapturer::check(bool thread_stopped) {
     const python::Layout& layout = process_.layout();
     if (raw_.end == python::StackEnd::inconsistent) return torn(stats_.torn_changed);
 
-    // One batched read: the walk's consistency words and the header of every code object.
+    // One batched read: the walk's consistency words (not for a stopped thread: nothing of it
+    // can have changed) and the header of every code object.
     batch_.clear();
-    process_.walker().add_verification(raw_, batch_);
+    if (!thread_stopped) process_.walker().add_verification(raw_, batch_);
     unique_codes_.clear();
     code_of_frame_.resize(raw_.depth);
     for (std::uint32_t i = 0; i < raw_.depth; ++i) {
@@ -65,7 +67,8 @@ CaptureOutcome StackCapturer::check(bool thread_stopped) {
     if (auto status = process_.memory().read_many(ops_); !status)
         return status.error().code == Errc::process_gone ? CaptureOutcome::gone
                                                          : torn(stats_.torn_unreadable);
-    if (!process_.walker().verify(raw_, batch_)) return torn(stats_.torn_changed);
+    if (!thread_stopped && !process_.walker().verify(raw_, batch_))
+        return torn(stats_.torn_changed);
 
     const process::Address code_type = process_.target().types.code;
     headers_.resize(unique_codes_.size());

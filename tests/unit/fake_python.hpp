@@ -158,6 +158,7 @@ class FakePython {
     // --- up to 3.10 -------------------------------------------------------------------------
     Address frame_object(Address code, Address back, int instruction) {
         Address frame = alloc(off().frame_localsplus + 64);
+        put<std::int64_t>(frame, off().object_type - 8, 1); // ob_refcnt: a live frame
         put<std::uint64_t>(frame, off().object_type, target_.types.frame);
         put<std::uint64_t>(frame, off().frame_code, code);
         put<std::uint64_t>(frame, off().frame_back, back);

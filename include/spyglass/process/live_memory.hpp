@@ -1,6 +1,9 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/uio.h>
+
+#include <vector>
 
 #include "spyglass/process/memory.hpp"
 
@@ -31,6 +34,7 @@ class LiveMemory final : public RemoteMemory {
     int mem_fd_ = -1;
     bool use_proc_mem_ = false;
     std::uint64_t calls_ = 0;
+    std::vector<iovec> local_iov_, remote_iov_; // reused by read_many
 };
 
 } // namespace spyglass::process
