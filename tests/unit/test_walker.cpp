@@ -305,6 +305,43 @@ TEST_P(ChunkWalker, GeneratorFramesLiveOnTheHeap) {
     expect_frames(read(*process, outcome), want);
 }
 
+// Up to 3.10 a frame that has returned keeps its f_back (or, on the free list, links free
+// frames): the links alone cannot tell it. Its reference count can.
+class ObjectWalker : public Walker {};
+
+TEST_P(ObjectWalker, ChainThroughAFrameThatReturnedIsTorn) {
+    Setup s(layout());
+    Address innermost = chain(s.fake, 3, nullptr);
+    s.point_at(innermost);
+    std::uint64_t caller = 0;
+    s.fake.memory().read(innermost + layout().off.frame_back, &caller, 8);
+    s.fake.put<std::int64_t>(caller, layout().off.object_type - 8, 0); // returned: no references
+    auto process = s.fake.process();
+    StackOutcome outcome;
+    read(*process, outcome);
+    EXPECT_EQ(outcome, StackOutcome::torn);
+}
+
+TEST_P(ObjectWalker, FramesAboveWhereTheThreadReturnedToStand) {
+    // The walk began at the innermost frame; by the check the thread had returned to its
+    // caller: the chain was its stack when the walk began.
+    Setup s(layout());
+    Address innermost = chain(s.fake, 3, nullptr);
+    s.point_at(innermost);
+    auto process = s.fake.process();
+    std::vector<spyglass::python::ThreadRecord> threads;
+    ASSERT_TRUE(process->read_threads(threads));
+    std::uint64_t caller = 0;
+    s.fake.memory().read(innermost + layout().off.frame_back, &caller, 8);
+    s.point_at(caller);
+    s.fake.put<std::int64_t>(innermost, layout().off.object_type - 8, 0);
+    FrameTable frames;
+    StackReader reader(*process, frames, {});
+    std::vector<spyglass::model::FrameId> ids;
+    EXPECT_EQ(reader.read(threads[0], ids), StackOutcome::ok);
+    EXPECT_EQ(ids.size(), 3u);
+}
+
 // A generator's frame has a caller only while it runs. A walk that reads the thread's frames as
 // running and the generator's as suspended (it yielded meanwhile) ends at the generator: that
 // is a torn read, not the thread's stack, on every version (<= 3.10: by the code's flags).
@@ -415,6 +452,11 @@ std::vector<const Layout*> layouts_where(bool (*keep)(const Layout&)) {
 
 INSTANTIATE_TEST_SUITE_P(AllLayouts, Walker,
                          ::testing::ValuesIn(layouts_where([](const Layout&) { return true; })),
+                         layout_name);
+INSTANTIATE_TEST_SUITE_P(ObjectLayouts, ObjectWalker,
+                         ::testing::ValuesIn(layouts_where([](const Layout& l) {
+                             return l.frame_model == FrameModel::object_frames;
+                         })),
                          layout_name);
 INSTANTIATE_TEST_SUITE_P(ChunkLayouts, ChunkWalker,
                          ::testing::ValuesIn(layouts_where([](const Layout& l) {
