@@ -126,10 +126,12 @@ std::int8_t PythonProcess::decode_gil(const std::uint8_t* bytes, const GilSpan& 
     return load<std::uint64_t>(bytes + (holder_at - span.at)) == tstate ? 1 : 0;
 }
 
-process::ReadStatus PythonProcess::read_threads(std::vector<ThreadRecord>& out) {
+process::ReadStatus PythonProcess::read_threads(std::vector<ThreadRecord>& out,
+                                                const ThreadRefresh* refresh) {
     if (!cached_.interps.empty()) {
-        if (read_threads_fast(out)) {
+        if (read_threads_fast(out, refresh)) {
             ++fast_reads_;
+            cached_.records = out;
             return {};
         }
         ++slow_reads_;
@@ -209,6 +211,7 @@ process::ReadStatus PythonProcess::reread_thread(ThreadRecord& record) {
 
 void PythonProcess::remember(const std::vector<ThreadRecord>& records) {
     cached_ = {};
+    cached_.records = records;
     cached_.interps = interps_;
     cached_.thread_counts.assign(interps_.size(), 0);
     for (const ThreadRecord& record : records) {
@@ -220,7 +223,8 @@ void PythonProcess::remember(const std::vector<ThreadRecord>& records) {
 
 // One read_many for the head, every interpreter, every thread state, each 3.11/3.12 cframe's
 // current frame and the GIL; then check that the lists still link up exactly as remembered.
-bool PythonProcess::read_threads_fast(std::vector<ThreadRecord>& out) {
+bool PythonProcess::read_threads_fast(std::vector<ThreadRecord>& out,
+                                      const ThreadRefresh* refresh) {
     const LayoutOffsets& o = target_.layout.off;
     Cached& c = cached_;
     const std::uint32_t interp_low = std::min(o.interp_next, o.interp_threads_head);
@@ -256,6 +260,12 @@ bool PythonProcess::read_threads_fast(std::vector<ThreadRecord>& out) {
         gil_bytes.push_back(gils[i].length ? add(gils[i].at, gils[i].length) : nullptr);
     }
     for (std::size_t i = 0; i < c.tstates.size(); ++i) {
+        if (refresh != nullptr && i < c.records.size() && c.records[i].tid != 0 &&
+            !refresh->stale(c.records[i].tid)) {
+            tstate_bytes.push_back(nullptr); // kept from the previous read
+            cframe_bytes.push_back(nullptr);
+            continue;
+        }
         tstate_bytes.push_back(add(c.tstates[i], tstate_read_size_));
         cframe_bytes.push_back(
             cframes && c.cframes[i] != 0 ? add(c.cframes[i] + o.cframe_current_frame, 8) : nullptr);
@@ -274,6 +284,12 @@ bool PythonProcess::read_threads_fast(std::vector<ThreadRecord>& out) {
         if (load<std::uint64_t>(interp + o.interp_threads_head) != expected) return false;
         for (std::uint32_t k = 0; k < c.thread_counts[i]; ++k, ++t) {
             const std::uint8_t* bytes = tstate_bytes[t];
+            if (bytes == nullptr) {
+                ThreadRecord& kept = out.emplace_back(c.records[t]);
+                if (gil_bytes[i] != nullptr && o.tstate_holds_gil_bit == kAbsent)
+                    kept.holds_gil = decode_gil(gil_bytes[i], gils[i], c.interps[i], kept.tstate);
+                continue;
+            }
             Address following = k + 1 < c.thread_counts[i] ? c.tstates[t + 1] : 0;
             if (load<std::uint64_t>(bytes + o.tstate_next) != following ||
                 load<std::uint64_t>(bytes + o.tstate_interp) != c.interps[i])

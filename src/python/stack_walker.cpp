@@ -79,6 +79,7 @@ class ObjectFrameWalker final : public StackWalker {
         const LayoutOffsets& o = layout_.off;
         out.clear();
         visited_.reset();
+        out.tstate = thread.tstate;
         out.head_slot = thread.tstate + o.tstate_frame;
         out.head = thread.frame;
         if (read_size_ == 0 && thread.frame != 0)
@@ -131,18 +132,27 @@ class ObjectFrameWalker final : public StackWalker {
             batch.add(stack.links[i].frame + link_low_, link_span_);
     }
 
-    // The chain stands if no link changed and every frame from where the thread is now down to
-    // the bottom is alive: a frame that has returned has no references left (and on the free
-    // list its f_back links free frames: a chain through it is no stack at all). The frames
-    // above where the thread is now were its stack when the walk began (the head was read
-    // with them); if the thread is elsewhere now (it called deeper), all must be alive.
+    // The chain stands if no link changed and every frame from where the thread is now down
+    // to the bottom is alive: a frame that has returned has no references left (and on the
+    // free list its f_back links free frames: a chain through it is no stack at all). The
+    // frames above where the thread is now were its stack when the walk began (the head was
+    // read with them). A thread now in a frame the walk did not see (it called deeper) needs
+    // every frame alive and the chain to end at the thread's known bottom frame: a frame
+    // being set up is alive before it has its caller, and a chain from it ends nowhere.
     bool verify(const RawStack& stack, const VerifyBatch& batch) const override {
         const LayoutOffsets& o = layout_.off;
         if (batch.regions.size() < stack.link_count + 1) return false;
         Address head = load<std::uint64_t>(batch.bytes.data() + batch.regions[0].offset);
-        std::uint32_t live_from = 0;
-        for (std::uint32_t i = 0; i < stack.link_count; ++i)
+        std::uint32_t live_from = stack.link_count;
+        for (std::uint32_t i = 0; i < stack.link_count && live_from == stack.link_count; ++i)
             if (stack.links[i].frame == head) live_from = i;
+        if (live_from == stack.link_count) {
+            if (stack.link_count == 0) return head == 0;
+            auto root = roots_.find(stack.tstate);
+            if (root == roots_.end() || root->second != stack.links[stack.link_count - 1].frame)
+                return false;
+            live_from = 0;
+        }
         for (std::uint32_t i = 0; i < stack.link_count; ++i) {
             const std::uint8_t* bytes =
                 batch.bytes.data() + batch.regions[i + 1].offset - link_low_;
@@ -150,6 +160,11 @@ class ObjectFrameWalker final : public StackWalker {
                 load<std::uint64_t>(bytes + o.frame_code) != stack.links[i].code)
                 return false;
             if (i >= live_from && load<std::int64_t>(bytes + refcnt_) <= 0) return false;
+        }
+        // Still where it started: the bottom of this chain is the thread's bottom frame.
+        if (head == stack.head && stack.end == StackEnd::complete && stack.link_count > 0) {
+            if (roots_.size() > 4 * kMaxThreads) roots_.clear();
+            roots_[stack.tstate] = stack.links[stack.link_count - 1].frame;
         }
         return true;
     }
@@ -196,9 +211,10 @@ class ObjectFrameWalker final : public StackWalker {
     const Layout& layout_;
     Address frame_type_;
     std::size_t read_size_;
-    std::vector<std::uint8_t> single_;           // one frame header, read_size_ bytes
+    std::vector<std::uint8_t> single_; // one frame header, read_size_ bytes
     std::uint32_t refcnt_ = 0;
-    std::uint32_t link_low_ = 0, link_span_ = 0; // the bytes holding those fields
+    mutable std::unordered_map<Address, Address> roots_; // per thread state: its bottom frame
+    std::uint32_t link_low_ = 0, link_span_ = 0;         // the bytes holding those fields
     VisitedSet visited_;
     std::unordered_map<Address, std::vector<Address>> chains_; // per thread state
     std::vector<std::uint8_t> speculative_;

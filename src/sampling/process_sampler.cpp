@@ -1,6 +1,7 @@
 #include "spyglass/sampling/process_sampler.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -9,6 +10,20 @@ namespace spyglass::sampling {
 namespace {
 // How often to check that the process still runs the program it ran at attach.
 constexpr std::uint64_t kExecCheckIntervalNs = 250'000'000;
+// How often every thread state is read again although the scheduler says they did not run.
+constexpr std::uint64_t kFullReadIntervalNs = 200'000'000;
+
+// Thread states to read again: those of threads the scheduler saw run (or knows nothing of).
+class RanSince final : public python::ThreadRefresh {
+  public:
+    explicit RanSince(const process::SchedWatch& sched) : sched_(sched) {}
+    [[nodiscard]] bool stale(pid_t tid) const override {
+        return sched_.seen(tid) != process::SchedWatch::Seen::idle;
+    }
+
+  private:
+    const process::SchedWatch& sched_;
+};
 } // namespace
 
 std::uint32_t ThreadRegistry::find_or_add(pid_t pid, pid_t tid, std::uint64_t thread_id) {
@@ -50,12 +65,20 @@ bool ProcessSampler::gone() const {
     return !stat || stat->state == 'Z' || stat->state == 'X';
 }
 
-ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats) {
+ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
+                                    process::SchedWatch* sched) {
     if (now_ns >= next_exec_check_ns_) {
         next_exec_check_ns_ = now_ns + kExecCheckIntervalNs;
         if (exec_watch_.replaced()) return ProcessState::replaced;
     }
-    if (auto status = process_->read_threads(records_); !status) {
+    // With the scheduler's events only the states of threads that ran are read again, except
+    // when threads came or went, and now and then.
+    std::optional<RanSince> refresh;
+    if (sched != nullptr && !sched->threads_changed(process_->pid()) && now_ns < next_full_read_ns_)
+        refresh.emplace(*sched);
+    else
+        next_full_read_ns_ = now_ns + kFullReadIntervalNs;
+    if (auto status = process_->read_threads(records_, refresh ? &*refresh : nullptr); !status) {
         if (status.error().code == Errc::process_gone || gone()) return ProcessState::exited;
         if (exec_watch_.replaced()) return ProcessState::replaced;
         return ProcessState::sampling; // a thread was starting or exiting: try again next tick
@@ -87,11 +110,19 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats) {
         ThreadState& thread = it->second;
         thread.generation = generation_;
 
-        // A thread that was off the CPU and has not run since is still off it: its run time
-        // alone says so, without reading its stat.
+        // A thread that was off the CPU and has not run since is still off it: the scheduler's
+        // events say so without a read, else its run time alone does, without its stat.
         std::uint64_t run_ns = 0;
         char state = 0;
-        if (options_.reuse_idle && thread.have_run_ns && !thread.on_cpu) {
+        bool known_idle = false;
+        if (sched != nullptr && options_.reuse_idle && thread.have_run_ns &&
+            sched->seen(record.tid) == process::SchedWatch::Seen::idle) {
+            known_idle = true;
+            run_ns = thread.run_ns;
+            state = sched->runnable(record.tid) ? 'R' : 'S';
+            ++stats.unread;
+        }
+        if (!known_idle && options_.reuse_idle && thread.have_run_ns && !thread.on_cpu) {
             auto run = thread.stat.read_run_ns();
             if (!run) continue; // the thread exited
             run_ns = *run;
@@ -104,9 +135,10 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats) {
             run_ns = reading->run_ns;
         }
         bool on_cpu = state == 'R';
+        if (sched != nullptr && !known_idle && !on_cpu) sched->note_off_cpu(record.tid);
         std::uint64_t cpu_ns =
             thread.have_run_ns && run_ns >= thread.run_ns ? run_ns - thread.run_ns : 0;
-        bool ran = !thread.have_run_ns || run_ns != thread.run_ns || on_cpu;
+        bool ran = !known_idle && (!thread.have_run_ns || run_ns != thread.run_ns || on_cpu);
         thread.run_ns = run_ns;
         thread.have_run_ns = true;
         thread.on_cpu = on_cpu;
@@ -153,8 +185,11 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats) {
         if (!push_sample(record, thread, base, stats)) ++stats.dropped;
     }
     // Forget threads that are gone (their /proc files are closed with them).
-    std::erase_if(threads_,
-                  [&](const auto& entry) { return entry.second.generation != generation_; });
+    std::erase_if(threads_, [&](const auto& entry) {
+        if (entry.second.generation == generation_) return false;
+        if (sched != nullptr) sched->forget(entry.first);
+        return true;
+    });
     return ProcessState::sampling;
 }
 

@@ -93,8 +93,9 @@ void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawF
         const pid_t pid = process->context->target.pid;
         thread.info = {pid, capture.tid, capture.thread_id,
                        process::task_comm(pid, capture.tid).value_or("")};
+        // Named with the others at the next naming round (reading the threading module's
+        // dict once per round, not once per new thread).
         process->unnamed_threads = true;
-        process->last_naming_ns = 0;
         sink_.thread(capture.thread, thread.info);
         return;
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <ctime>
 #include <map>
 #include <random>
@@ -142,6 +143,7 @@ void Session::add_sampler(std::unique_ptr<python::PythonProcess> process) {
     } else {
         early_.emplace_back(slot, context);
     }
+    if (sched_) sched_->follow(pid);
     samplers_.push_back(std::make_unique<ProcessSampler>(std::move(process), slot, registry_,
                                                          queue_, options_.sampler));
 }
@@ -252,6 +254,15 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
     sink.start(info);
 
     resolver_ = std::make_unique<Resolver>(frames_, stacks_, options_.stacks, sink);
+    if (options_.sched_events && std::getenv("SPYGLASS_NO_SCHED_EVENTS") == nullptr)
+        sched_ = process::SchedWatch::open();
+    if (sched_) {
+        for (const auto& sampler : samplers_)
+            sched_->follow(sampler->pid());
+        spdlog::info("which threads ran comes from the kernel's scheduler events");
+    } else {
+        spdlog::info("scheduler events are not available: every thread's schedstat is read");
+    }
     for (auto& [slot, context] : early_) {
         resolver_->register_process(slot, context);
         push_event(CaptureKind::process_added, slot);
@@ -327,8 +338,10 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
             scan_children();
             next_scan = now + kScanIntervalNs;
         }
+        // Lost records: no thread may be taken for idle in this pass.
+        process::SchedWatch* sched = sched_ && sched_->poll() ? sched_.get() : nullptr;
         std::erase_if(samplers_, [&](const std::unique_ptr<ProcessSampler>& sampler) {
-            ProcessState state = sampler->sample(elapsed, stats);
+            ProcessState state = sampler->sample(elapsed, stats, sched);
             if (state == ProcessState::sampling) return false;
             retire(*sampler);
             if (state == ProcessState::replaced) {

@@ -1,9 +1,9 @@
 #pragma once
 
+#include <vector>
+
 #include <sys/types.h>
 #include <sys/uio.h>
-
-#include <vector>
 
 #include "spyglass/process/memory.hpp"
 

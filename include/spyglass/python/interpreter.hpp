@@ -33,6 +33,15 @@ struct ThreadRecord {
     std::uint32_t interp_index = 0; // 0 = newest interpreter
 };
 
+// Which thread states a read of the thread list must fetch again: a thread that has not run
+// since the previous read cannot have changed its own state (the sampler knows from the
+// scheduler's events).
+class ThreadRefresh {
+  public:
+    virtual ~ThreadRefresh() = default;
+    [[nodiscard]] virtual bool stale(pid_t tid) const = 0;
+};
+
 class PythonProcess {
   public:
     PythonProcess(std::shared_ptr<process::RemoteMemory> memory, TargetInfo target);
@@ -59,7 +68,11 @@ class PythonProcess {
     // first), with each thread's innermost frame and whether it holds the GIL. Bounded by
     // kMaxInterpreters and kMaxThreads; a cycle ends a list. After the first call, one batched
     // read fetches everything when the lists have not changed since the previous call.
-    process::ReadStatus read_threads(std::vector<ThreadRecord>& out);
+    // With `refresh`, the batch skips the thread states it says are not stale and keeps what
+    // the previous read found for them (new or gone threads need a read without it: the
+    // shape of the lists is then only checked at their heads).
+    process::ReadStatus read_threads(std::vector<ThreadRecord>& out,
+                                     const ThreadRefresh* refresh = nullptr);
 
     // Reads one thread state again (and, on 3.11 / 3.12, its cframe's current frame): the
     // pointers a stack walk starts from, after the thread moved on. Keeps the GIL flag when the
@@ -79,7 +92,7 @@ class PythonProcess {
   private:
     pid_t tid_for(Address tstate, std::uint64_t thread_id);
     process::ReadStatus read_threads_slowly(std::vector<ThreadRecord>& out);
-    bool read_threads_fast(std::vector<ThreadRecord>& out);
+    bool read_threads_fast(std::vector<ThreadRecord>& out, const ThreadRefresh* refresh);
     void decode_tstate(const std::uint8_t* bytes, Address tstate, Address interp,
                        std::uint32_t index, ThreadRecord& record);
     // Where the GIL of an interpreter can be read (0 = unknown), and the span to read there.
@@ -103,7 +116,8 @@ class PythonProcess {
         std::vector<Address> interps;
         std::vector<std::uint32_t> thread_counts; // per interpreter
         std::vector<Address> tstates;
-        std::vector<Address> cframes; // per tstate (3.11 / 3.12)
+        std::vector<Address> cframes;      // per tstate (3.11 / 3.12)
+        std::vector<ThreadRecord> records; // what the last read found, per tstate
     } cached_;
     std::vector<process::ReadOp> batch_;
     std::vector<GilSpan> fast_gils_;

@@ -62,6 +62,7 @@ struct RawStack {
     // f_back = NULL, so only the head tells a stale walk from a live one).
     Address head_slot = 0;
     Address head = 0;
+    Address tstate = 0; // the thread state walked
 
     void clear() noexcept {
         depth = 0;

@@ -14,6 +14,7 @@
 #include "spyglass/model/recording.hpp"
 #include "spyglass/process/exec_watch.hpp"
 #include "spyglass/process/procfs.hpp"
+#include "spyglass/process/sched_watch.hpp"
 #include "spyglass/process/thread_tracer.hpp"
 #include "spyglass/python/interpreter.hpp"
 #include "spyglass/sampling/capture.hpp"
@@ -41,6 +42,7 @@ struct PassStats {
     std::uint64_t errors = 0;  // of which torn, or cut by a read that failed
     std::uint64_t reused = 0;  // of which the same stack as the thread's previous sample
     std::uint64_t skipped = 0; // threads not sampled (--mode cpu off-CPU, --gil)
+    std::uint64_t unread = 0;  // threads known idle from scheduler events: no /proc read
     std::uint64_t dropped = 0; // captures the queue had no room for
 };
 
@@ -79,8 +81,10 @@ class ProcessSampler {
                    ThreadRegistry& registry, CaptureQueue& queue, const SamplerOptions& options);
     ~ProcessSampler();
 
-    // One pass at `now_ns` (since the recording started).
-    ProcessState sample(std::uint64_t now_ns, PassStats& stats);
+    // One pass at `now_ns` (since the recording started). `sched`, when given, tells which
+    // threads ran since the previous pass: the others cost no system call.
+    ProcessState sample(std::uint64_t now_ns, PassStats& stats,
+                        process::SchedWatch* sched = nullptr);
 
     // --blocking: whether threads can be paused at all (another tracer, no permission).
     Result<void> check_pausing();
@@ -119,6 +123,7 @@ class ProcessSampler {
     process::ThreadTracer tracer_;
     process::ExecWatch exec_watch_;
     std::uint64_t next_exec_check_ns_ = 0;
+    std::uint64_t next_full_read_ns_ = 0; // of every thread state, whatever the scheduler says
     PauseStats pause_stats_;
     std::vector<python::ThreadRecord> records_;
     std::unordered_map<pid_t, ThreadState> threads_;

@@ -31,6 +31,7 @@ struct SessionOptions {
     bool jitter = false;   // spread ticks randomly within +-25% of the period (against aliasing)
     bool subprocesses = false;
     bool resolve_inline = false;      // resolve between passes instead of on a thread of its own
+    bool sched_events = true;         // learn which threads ran from perf scheduler events
     std::vector<std::string> command; // what is profiled, for the sinks' start event
     SamplerOptions sampler;
     StackReadOptions stacks;
@@ -81,6 +82,7 @@ class Session {
     ThreadRegistry registry_;
     CaptureQueue queue_;
     std::unique_ptr<Resolver> resolver_;
+    std::unique_ptr<process::SchedWatch> sched_; // which threads ran; null: /proc tells
     // Attached before run(): the resolver is made by run(), so they are registered then.
     std::vector<std::pair<std::uint32_t, std::shared_ptr<const ProcessContext>>> early_;
     std::vector<std::unique_ptr<ProcessSampler>> samplers_;

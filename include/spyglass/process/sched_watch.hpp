@@ -1,0 +1,80 @@
+// Which threads ran, from the kernel's own scheduler events, instead of reading every thread's
+// /proc schedstat each tick: one perf_event_open per CPU with context-switch records
+// (PERF_RECORD_SWITCH_CPU_WIDE) in a ring buffer that spyglass reads from memory, no system call
+// per thread. A thread that was not switched in since the previous pass and is not running has
+// not executed an instruction: its stack cannot have changed. Needs CAP_PERFMON (or root, or
+// kernel.perf_event_paranoid <= 0); without it, open() returns nothing and the sampler reads
+// schedstat as before.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace spyglass::process {
+
+class SchedWatch {
+  public:
+    // One event per online CPU; nullptr when the kernel refuses (no permission, seccomp).
+    static std::unique_ptr<SchedWatch> open();
+    ~SchedWatch();
+    SchedWatch(const SchedWatch&) = delete;
+    SchedWatch& operator=(const SchedWatch&) = delete;
+
+    // Threads of these processes are followed (others' switches are skipped).
+    void follow(pid_t tgid) { tgids_.insert(tgid); }
+    // /proc said, after this watch began, that `tid` was not on a CPU: from now on a switch in
+    // is what says it ran (a thread asleep all along makes no records at all).
+    void note_off_cpu(pid_t tid) { threads_.try_emplace(tid, Thread{}); }
+    // A thread that is gone: forget what was seen of it.
+    void forget(pid_t tid) { threads_.erase(tid); }
+
+    // Reads the records since the previous poll. Returns false when some were lost: then no
+    // thread may be assumed idle for this pass.
+    bool poll();
+
+    enum class Seen : std::uint8_t {
+        unknown, // no switch of it seen yet: ask /proc
+        idle,    // not switched in since the previous poll, and not on a CPU now
+        ran,     // switched in since the previous poll, or on a CPU now
+    };
+    [[nodiscard]] Seen seen(pid_t tid) const noexcept;
+    // Whether a thread of `tgid` was created or exited in the records of the last poll.
+    [[nodiscard]] bool threads_changed(pid_t tgid) const noexcept {
+        return changed_.contains(tgid);
+    }
+    // Whether the thread was left runnable (preempted) at its last switch out: /proc's 'R'.
+    [[nodiscard]] bool runnable(pid_t tid) const noexcept;
+
+    [[nodiscard]] std::uint64_t records() const noexcept { return records_; }
+    [[nodiscard]] std::uint64_t lost_polls() const noexcept { return lost_polls_; }
+
+  private:
+    struct Ring {
+        int fd = -1;
+        void* base = nullptr;
+        std::size_t mapped = 0;
+    };
+    struct Thread {
+        std::uint64_t switched_in = 0; // the poll that last saw it switched in
+        bool running = false;
+        bool preempted = false;
+    };
+    SchedWatch() = default;
+    void handle(const unsigned char* record, std::size_t size);
+
+    std::vector<Ring> rings_;
+    std::size_t data_size_ = 0;
+    std::unordered_set<pid_t> tgids_;
+    std::unordered_map<pid_t, Thread> threads_;
+    std::unordered_set<pid_t> changed_; // tgids with a fork or exit in the last poll
+    std::uint64_t poll_ = 0;
+    std::uint64_t records_ = 0, lost_polls_ = 0;
+    std::vector<unsigned char> scratch_; // a record that wraps around the ring's end
+};
+
+} // namespace spyglass::process
