@@ -38,8 +38,12 @@ Result<Started> start_session(const SamplingOptions& options, model::FrameTable&
     started.command = session_options.command;
     started.session = std::make_unique<sampling::Session>(frames, stacks, session_options);
     if (options.pid != 0) {
-        if (auto attached = started.session->attach(options.pid); !attached)
-            return std::unexpected(attached.error());
+        if (auto attached = started.session->attach(options.pid); !attached) {
+            // py-spy's delayed_launch.sh: --subprocesses on a shell that starts Python later.
+            if (!(options.subprocesses && attached.error().code == Errc::not_python))
+                return std::unexpected(attached.error());
+            started.session->follow(options.pid);
+        }
         return started;
     }
     auto child = process::Child::launch(options.command);

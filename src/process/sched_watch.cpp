@@ -43,6 +43,8 @@ std::unique_ptr<SchedWatch> SchedWatch::open() {
         attr.config = PERF_COUNT_SW_DUMMY;
         attr.context_switch = 1;
         attr.task = 1; // threads created and exited: the thread list changed
+        attr.comm = 1;
+        attr.comm_exec = 1; // a followed child that execs (Python, maybe, at last)
         attr.sample_id_all = 1;
         attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
         // Never woken: the ring is read from memory at every pass.
@@ -78,10 +80,25 @@ void SchedWatch::handle(const unsigned char* bytes, std::size_t size) {
         size >= sizeof(TaskRecord)) {
         TaskRecord task;
         std::memcpy(&task, bytes, sizeof task);
+        // A new process (not a thread) whose parent is followed: follow it, report it.
+        if (header.type == PERF_RECORD_FORK && task.pid == task.tid &&
+            ancestors_.contains(static_cast<pid_t>(task.ppid))) {
+            ancestors_.insert(static_cast<pid_t>(task.pid));
+            children_.push_back(static_cast<pid_t>(task.pid));
+        }
+        if (header.type == PERF_RECORD_EXIT && task.pid == task.tid)
+            ancestors_.erase(static_cast<pid_t>(task.pid));
         if (tgids_.contains(static_cast<pid_t>(task.pid))) {
             changed_.insert(static_cast<pid_t>(task.pid));
             if (header.type == PERF_RECORD_EXIT) threads_.erase(static_cast<pid_t>(task.tid));
         }
+        return;
+    }
+    if (header.type == PERF_RECORD_COMM && (header.misc & PERF_RECORD_MISC_COMM_EXEC) &&
+        size >= sizeof(perf_event_header) + 8) {
+        std::uint32_t pid = 0;
+        std::memcpy(&pid, bytes + sizeof(perf_event_header), sizeof pid);
+        if (ancestors_.contains(static_cast<pid_t>(pid))) execs_.push_back(static_cast<pid_t>(pid));
         return;
     }
     if (header.type != PERF_RECORD_SWITCH_CPU_WIDE || size < sizeof(SwitchRecord)) return;

@@ -24,6 +24,7 @@ namespace {
 
 constexpr std::uint64_t kMillisecond = 1'000'000;
 constexpr std::uint64_t kScanIntervalNs = 200 * kMillisecond;
+constexpr std::uint64_t kYoungNs = 500 * kMillisecond;
 constexpr std::uint64_t kProgressIntervalNs = 250 * kMillisecond;
 
 std::uint64_t monotonic_ns() {
@@ -148,6 +149,42 @@ void Session::add_sampler(std::unique_ptr<python::PythonProcess> process) {
                                                          queue_, options_.sampler));
 }
 
+void Session::follow(pid_t pid) {
+    roots_.insert(pid);
+    known_.insert(pid);
+    pending_.insert(pid);
+    spdlog::info("process {} ({}) is not Python: sampling the Python processes it starts", pid,
+                 process::task_comm(pid, pid).value_or("?"));
+}
+
+void Session::consider(pid_t pid) {
+    if (!known_.insert(pid).second) return;
+    pending_.insert(pid);
+    young_until_[pid] = monotonic_ns() + kYoungNs;
+    try_attach(pid, true);
+}
+
+void Session::take_process_events() {
+    for (pid_t child : sched_->take_children())
+        consider(child);
+    for (pid_t pid : sched_->take_execs()) {
+        // What discovery learned of the program before is void; look again now.
+        discovered_.erase(pid);
+        not_python_.erase(pid);
+        young_until_[pid] = monotonic_ns() + kYoungNs;
+        auto sampled = std::find_if(samplers_.begin(), samplers_.end(),
+                                    [&](const auto& sampler) { return sampler->pid() == pid; });
+        if (sampled != samplers_.end()) {
+            // Seen before its ExecWatch would: a forked child that now runs its own program.
+            retire(**sampled);
+            samplers_.erase(sampled);
+            replaced_.insert(pid);
+            pending_.insert(pid);
+        }
+        if (pending_.contains(pid)) try_attach(pid, true);
+    }
+}
+
 void Session::watch(pid_t pid, std::function<bool()> is_alive) {
     watched_ = pid;
     watched_alive_ = std::move(is_alive);
@@ -183,7 +220,18 @@ bool Session::try_attach(pid_t pid, bool report_errors) {
                          pid, process::exe_path(pid).value_or("?"));
         // Not Python (yet: a launcher, a shell, a fork before exec) or not initialized yet:
         // try again later. Anything else is final for this process.
-        if (error.code == Errc::not_python || error.code == Errc::not_found) return false;
+        if (error.code == Errc::not_python) {
+            if (young_until_.contains(pid)) return false; // not a verdict yet
+            if (not_python_.insert(pid).second && options_.subprocesses && !roots_.contains(pid))
+                spdlog::info("process {} ({}) is not Python: not sampled, its children are "
+                             "followed",
+                             pid, process::task_comm(pid, pid).value_or("?"));
+            return false;
+        }
+        // Not initialized yet, or (a process between fork and exec, or one just exec'd) its
+        // memory not what discovery saw a moment ago: look again.
+        if (error.code == Errc::bad_address) discovered_.erase(pid);
+        if (error.code == Errc::not_found || error.code == Errc::bad_address) return false;
         discovered_.erase(pid);
         if (error.code != Errc::process_gone && report_errors)
             spdlog::warn("not sampling process {}: {}", pid, error.message);
@@ -192,9 +240,15 @@ bool Session::try_attach(pid_t pid, bool report_errors) {
     }
     pending_.erase(pid);
     discovered_.erase(pid);
-    if (replaced_.erase(pid) > 0)
-        spdlog::warn("process {} runs Python {} again: sampling it", pid,
-                     (*process)->target().version.to_string());
+    not_python_.erase(pid);
+    if (replaced_.erase(pid) > 0) {
+        if (roots_.contains(pid))
+            spdlog::warn("process {} runs Python {} again: sampling it", pid,
+                         (*process)->target().version.to_string());
+        else
+            spdlog::info("process {} runs Python {}: sampling it", pid,
+                         (*process)->target().version.to_string());
+    }
     add_sampler(std::move(*process));
     return true;
 }
@@ -216,12 +270,8 @@ void Session::scan_children() {
             }
         }
     }
-    for (pid_t pid : followed) {
-        if (known_.contains(pid)) continue;
-        known_.insert(pid);
-        pending_.insert(pid);
-        try_attach(pid, true);
-    }
+    for (pid_t pid : followed)
+        consider(pid);
 }
 
 bool Session::anything_alive() const {
@@ -259,6 +309,9 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
     if (sched_) {
         for (const auto& sampler : samplers_)
             sched_->follow(sampler->pid());
+        if (options_.subprocesses)
+            for (pid_t root : roots_)
+                sched_->follow_descendants(root);
         spdlog::info("which threads ran comes from the kernel's scheduler events");
     } else {
         spdlog::info("scheduler events are not available: every thread's schedstat is read");
@@ -284,7 +337,8 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
     const std::uint64_t cpu_start = thread_cpu_ns();
     const std::uint64_t end = duration != 0 ? start + duration : 0;
     fast_pending_until_ = start + 2'000'000'000ull;
-    std::uint64_t tick = 0, next_scan = 0, next_progress = 0, next_pending = 0;
+    std::uint64_t tick = 0, next_scan = 0, next_progress = 0, next_pending = 0,
+                  next_not_python = 0;
     model::RecordingTotals& totals = totals_;
     PassStats& stats = result.stats;
     std::uint64_t now = start;
@@ -316,14 +370,28 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
             tick += missed;
         }
         std::uint64_t elapsed = now - start;
+        // A process whose interpreter was found but is not initialized yet costs one read to
+        // look at again: every pass; so does a process just started (its loader may not have
+        // mapped libpython yet). The others (discovery reads its files) less often.
+        std::erase_if(young_until_, [&](const auto& entry) { return entry.second < now; });
+        for (pid_t pid : std::set<pid_t>(pending_))
+            if ((discovered_.contains(pid) || young_until_.contains(pid)) && now < next_pending)
+                try_attach(pid, true);
         if (!pending_.empty() && now >= next_pending) {
             for (pid_t pid : std::set<pid_t>(pending_)) {
                 if (!alive(pid)) {
                     pending_.erase(pid);
+                    not_python_.erase(pid);
                     continue;
                 }
+                // A program that is not Python becomes one only by exec: with the scheduler's
+                // events that is seen when it happens; without them, look once a second.
+                if (not_python_.contains(pid) && !young_until_.contains(pid) &&
+                    (sched_ || now < next_not_python))
+                    continue;
                 try_attach(pid, true);
             }
+            if (now >= next_not_python) next_not_python = now + 1'000'000'000ull;
             // Waiting for an interpreter to start (a launched command, an exec): look often for
             // two seconds, then less often.
             bool soon = samplers_.empty() && now < fast_pending_until_;
@@ -334,12 +402,15 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
                 waiting_note_printed_ = true;
             }
         }
-        if (options_.subprocesses && now >= next_scan) {
-            scan_children();
-            next_scan = now + kScanIntervalNs;
-        }
         // Lost records: no thread may be taken for idle in this pass.
         process::SchedWatch* sched = sched_ && sched_->poll() ? sched_.get() : nullptr;
+        if (options_.subprocesses && sched_) take_process_events();
+        // The scan of /proc is all there is without the scheduler's events; with them it only
+        // catches what happened before the recording began (or records that were lost).
+        if (options_.subprocesses && now >= next_scan) {
+            scan_children();
+            next_scan = now + (sched_ ? 5 : 1) * kScanIntervalNs;
+        }
         std::erase_if(samplers_, [&](const std::unique_ptr<ProcessSampler>& sampler) {
             ProcessState state = sampler->sample(elapsed, stats, sched);
             if (state == ProcessState::sampling) return false;
@@ -347,7 +418,11 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
             if (state == ProcessState::replaced) {
                 pid_t pid = sampler->pid();
                 std::string exe = process::exe_path(pid).value_or("?");
-                spdlog::warn("process {} replaced its program (exec): now {}", pid, exe);
+                // A child started with fork and exec does this as a matter of course.
+                if (roots_.contains(pid))
+                    spdlog::warn("process {} replaced its program (exec): now {}", pid, exe);
+                else
+                    spdlog::info("process {} replaced its program (exec): now {}", pid, exe);
                 replaced_.insert(pid);
                 pending_.insert(pid);
                 discovered_.erase(pid);
@@ -394,6 +469,9 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
     const double per_sample = stats.samples == 0 ? 0.0
                                                  : static_cast<double>(result.sampling_cpu_ns) /
                                                        1e3 / static_cast<double>(stats.samples);
+    spdlog::info("{} thread samples: {} with the stack of the thread's previous sample, {} of "
+                 "threads the scheduler's events showed idle (no read at all), {} dropped",
+                 stats.samples, stats.reused, stats.unread, stats.dropped);
     spdlog::info("sampling thread: {:.1f} ms of CPU ({:.2f} us per thread sample); resolver "
                  "thread: {:.1f} ms; {} code objects read, {} stacks resolved from cache",
                  static_cast<double>(result.sampling_cpu_ns) / 1e6, per_sample,

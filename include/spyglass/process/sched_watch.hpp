@@ -11,6 +11,7 @@
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include <sys/types.h>
@@ -27,6 +28,11 @@ class SchedWatch {
 
     // Threads of these processes are followed (others' switches are skipped).
     void follow(pid_t tgid) { tgids_.insert(tgid); }
+    // Processes whose new children (forks, at any depth) are reported by take_children(), and
+    // whose execs by take_execs(): what --subprocesses follows.
+    void follow_descendants(pid_t pid) { ancestors_.insert(pid); }
+    std::vector<pid_t> take_children() { return std::exchange(children_, {}); }
+    std::vector<pid_t> take_execs() { return std::exchange(execs_, {}); }
     // /proc said, after this watch began, that `tid` was not on a CPU: from now on a switch in
     // is what says it ran (a thread asleep all along makes no records at all).
     void note_off_cpu(pid_t tid) { threads_.try_emplace(tid, Thread{}); }
@@ -72,6 +78,8 @@ class SchedWatch {
     std::unordered_set<pid_t> tgids_;
     std::unordered_map<pid_t, Thread> threads_;
     std::unordered_set<pid_t> changed_; // tgids with a fork or exit in the last poll
+    std::unordered_set<pid_t> ancestors_; // their descendants are reported
+    std::vector<pid_t> children_, execs_;
     std::uint64_t poll_ = 0;
     std::uint64_t records_ = 0, lost_polls_ = 0;
     std::vector<unsigned char> scratch_; // a record that wraps around the ring's end

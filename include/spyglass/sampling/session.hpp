@@ -57,6 +57,9 @@ class Session {
     // Samples `pid` as soon as it runs a Python interpreter (a just-launched command), and
     // stops when it has exited. `alive` tells whether it still runs (the launcher knows).
     void watch(pid_t pid, std::function<bool()> alive);
+    // --subprocesses with a root that is not Python (a shell, a launcher): sample its Python
+    // descendants as they appear.
+    void follow(pid_t pid);
 
     // Records until the duration, a stop request or every target's exit. `progress` is called
     // on this thread a few times a second; the sink's calls come from the resolver.
@@ -68,6 +71,10 @@ class Session {
     void add_sampler(std::unique_ptr<python::PythonProcess> process);
     void retire(ProcessSampler& sampler);
     void scan_children();
+    // A process just seen (a child that forked, a pid found by the scan): try it now.
+    void consider(pid_t pid);
+    // New children and execs from the scheduler's events (--subprocesses).
+    void take_process_events();
     bool anything_alive() const;
     // Sleeps until the absolute monotonic time, answering traced threads' stops meanwhile;
     // false when a stop was requested.
@@ -91,6 +98,10 @@ class Session {
     std::set<pid_t> known_;    // every pid considered (Python or not)
     std::set<pid_t> pending_;  // not (yet) Python: retried
     std::set<pid_t> replaced_; // exec'd a new program: waiting to see whether it is Python
+    std::set<pid_t> not_python_; // pending, and not Python when last looked at
+    // Processes just forked or exec'd: the dynamic loader may not have mapped libpython yet,
+    // so "not Python" is no verdict until this time (monotonic ns).
+    std::map<pid_t, std::uint64_t> young_until_;
     std::map<pid_t, python::TargetInfo> discovered_; // found, not initialized yet
     std::optional<pid_t> watched_;
     std::function<bool()> watched_alive_;
