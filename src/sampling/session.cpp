@@ -191,6 +191,7 @@ void Session::watch(pid_t pid, std::function<bool()> is_alive) {
     roots_.insert(pid);
     known_.insert(pid);
     pending_.insert(pid);
+    young_until_[pid] = monotonic_ns() + kYoungNs;
 }
 
 bool Session::try_attach(pid_t pid, bool report_errors) {
@@ -386,8 +387,9 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
                 }
                 // A program that is not Python becomes one only by exec: with the scheduler's
                 // events that is seen when it happens; without them, look once a second.
+                const bool execs_seen = sched_ && options_.subprocesses;
                 if (not_python_.contains(pid) && !young_until_.contains(pid) &&
-                    (sched_ || now < next_not_python))
+                    (execs_seen || now < next_not_python))
                     continue;
                 try_attach(pid, true);
             }
