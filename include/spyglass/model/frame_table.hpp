@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "spyglass/model/wait.hpp"
+
 namespace spyglass::model {
 
 using StringId = std::uint32_t;
@@ -54,12 +56,16 @@ class FrameTable {
 
     // A marker frame with the given text as its function name.
     FrameId marker(std::string_view text);
+    // The waits samples refer to (their names and targets are strings of this table).
+    WaitTable& waits() noexcept { return waits_; }
+    [[nodiscard]] const WaitTable& waits() const noexcept { return waits_; }
 
   private:
     struct Hash {
         std::size_t operator()(const Frame& f) const noexcept;
     };
     StringTable strings_;
+    WaitTable waits_;
     std::vector<Frame> frames_;
     std::unordered_map<Frame, FrameId, Hash> index_;
 };

@@ -6,6 +6,7 @@
 
 #include "spyglass/model/frame_table.hpp"
 #include "spyglass/model/recording.hpp"
+#include "spyglass/model/wait.hpp"
 
 namespace spyglass::model {
 
@@ -25,13 +26,15 @@ struct SampleKey {
     StackId stack = 0;        // innermost frame first
     bool on_cpu = false;      // the kernel had the thread running or runnable
     bool gil = false;         // the thread held the GIL
+    WaitId wait = 0;          // what an off-CPU thread waited for (0: not known)
     friend bool operator==(const SampleKey&, const SampleKey&) = default;
 };
 
 struct SampleKeyHash {
     std::size_t operator()(const SampleKey& key) const noexcept {
         std::uint64_t h = (std::uint64_t{key.thread} << 34) ^ (std::uint64_t{key.stack} << 2) ^
-                          (key.on_cpu ? 1u : 0u) ^ (key.gil ? 2u : 0u);
+                          (key.on_cpu ? 1u : 0u) ^ (key.gil ? 2u : 0u) ^
+                          (std::uint64_t{key.wait} * 0xff51afd7ed558ccdull);
         return static_cast<std::size_t>((h * 0x9E3779B97F4A7C15ull) >> 17);
     }
 };

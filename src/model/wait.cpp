@@ -1,0 +1,48 @@
+#include "spyglass/model/wait.hpp"
+
+namespace spyglass::model {
+
+const char* wait_kind_name(WaitKind kind) noexcept {
+    switch (kind) {
+    case WaitKind::unknown:
+        return "unknown";
+    case WaitKind::cpu_starved:
+        return "cpu-starved";
+    case WaitKind::sleep:
+        return "sleep";
+    case WaitKind::socket:
+        return "socket";
+    case WaitKind::pipe:
+        return "pipe";
+    case WaitKind::file:
+        return "file";
+    case WaitKind::io:
+        return "io";
+    case WaitKind::gil:
+        return "gil";
+    case WaitKind::lock:
+        return "lock";
+    case WaitKind::poll:
+        return "poll";
+    case WaitKind::idle_loop:
+        return "idle-loop";
+    case WaitKind::child:
+        return "child";
+    case WaitKind::stopped:
+        return "stopped";
+    case WaitKind::syscall:
+        return "syscall";
+    }
+    return "?";
+}
+
+WaitId WaitTable::intern(const Wait& wait) {
+    auto it = index_.find(wait);
+    if (it != index_.end()) return it->second;
+    auto id = static_cast<WaitId>(waits_.size());
+    waits_.push_back(wait);
+    index_.emplace(wait, id);
+    return id;
+}
+
+} // namespace spyglass::model
