@@ -77,7 +77,7 @@ class SchedWatch {
     std::size_t data_size_ = 0;
     std::unordered_set<pid_t> tgids_;
     std::unordered_map<pid_t, Thread> threads_;
-    std::unordered_set<pid_t> changed_; // tgids with a fork or exit in the last poll
+    std::unordered_set<pid_t> changed_;   // tgids with a fork or exit in the last poll
     std::unordered_set<pid_t> ancestors_; // their descendants are reported
     std::vector<pid_t> children_, execs_;
     std::uint64_t poll_ = 0;
