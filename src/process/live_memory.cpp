@@ -116,21 +116,37 @@ ReadStatus LiveMemory::read_many(std::span<const ReadOp> ops) {
 std::expected<std::size_t, ReadError> LiveMemory::read_prefix(Address address, void* destination,
                                                               std::size_t length) {
     if (length == 0) return 0;
-    if (auto status = read(address, destination, length); status)
-        return length;
-    else if (status.error().code != Errc::bad_address)
-        return std::unexpected(status.error());
-    // Page by page up to the first unreadable one.
-    std::size_t done = 0;
+    if (!use_proc_mem_) {
+        // One call: the remote range split at page boundaries, so that the kernel's copy ends
+        // at the first page that is not mapped (it does not split an iovec element).
+        remote_iov_.clear();
+        for (std::size_t done = 0; done < length && remote_iov_.size() < kMaxIov;) {
+            Address at = address + done;
+            std::size_t chunk = std::min(length - done, kPage - (at % kPage));
+            remote_iov_.push_back({reinterpret_cast<void*>(at), chunk});
+            done += chunk;
+        }
+        iovec local{destination, length};
+        ++calls_;
+        ssize_t got =
+            ::process_vm_readv(pid_, &local, 1, remote_iov_.data(), remote_iov_.size(), 0);
+        if (got >= 0) return static_cast<std::size_t>(got);
+        int err = errno;
+        if (err == EFAULT) return 0;
+        if (err != ENOSYS) return std::unexpected(error_from_errno(err, address));
+        use_proc_mem_ = true;
+    }
+    // /proc/PID/mem stops at the first unmapped byte by itself.
     auto* out = static_cast<std::byte*>(destination);
+    std::size_t done = 0;
     while (done < length) {
-        Address at = address + done;
-        std::size_t chunk = std::min(length - done, kPage - (at % kPage));
-        if (auto status = read(at, out + done, chunk); !status) {
-            if (status.error().code != Errc::bad_address) return std::unexpected(status.error());
+        auto got = pread_mem(address + done, out + done, length - done);
+        if (!got) {
+            if (got.error().code != Errc::bad_address) return std::unexpected(got.error());
             break;
         }
-        done += chunk;
+        if (*got == 0) break;
+        done += *got;
     }
     return done;
 }

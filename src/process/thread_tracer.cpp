@@ -8,9 +8,11 @@
 #include <mutex>
 #include <vector>
 
+#include <elf.h>
 #include <fmt/format.h>
 #include <sched.h>
 #include <sys/ptrace.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -228,6 +230,13 @@ void ThreadTracer::resume(pid_t tid) noexcept {
     if (::ptrace(static_cast<__ptrace_request>(request), tid, nullptr, nullptr) != 0 &&
         errno == ESRCH && !tracee.group_stopped)
         tracees_.erase(it);
+}
+
+bool ThreadTracer::registers(pid_t tid, user_regs_struct& out) noexcept {
+    auto it = tracees_.find(tid);
+    if (it == tracees_.end() || !it->second.paused) return false;
+    iovec vector{&out, sizeof out};
+    return ::ptrace(PTRACE_GETREGSET, tid, reinterpret_cast<void*>(NT_PRSTATUS), &vector) == 0;
 }
 
 void ThreadTracer::service() noexcept {

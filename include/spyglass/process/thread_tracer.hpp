@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include <sys/types.h>
+#include <sys/user.h>
 
 namespace spyglass::process {
 
@@ -39,6 +40,9 @@ class ThreadTracer {
     std::expected<void, PauseFailure> pause(pid_t tid) noexcept;
     // Lets a thread paused by pause() run again (or stay in the group stop it is in).
     void resume(pid_t tid) noexcept;
+    // The registers of a thread paused by pause() (PTRACE_GETREGSET); false if they could not
+    // be read.
+    bool registers(pid_t tid, user_regs_struct& out) noexcept;
 
     // Answers the stops nobody asked for: passes signals on, keeps group stops, reaps exits.
     void service() noexcept;
