@@ -1,0 +1,59 @@
+// A thread's native state as a capture takes it: registers (all of them for a thread stopped
+// for the read, only the stack pointer and program counter for one blocked in a system call)
+// and a copy of its stack from the stack pointer up. Laid out as bytes in the capture queue's
+// byte ring: the header, then the stack bytes.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+
+namespace spyglass::native {
+
+// DWARF register numbers of x86-64, as libdw wants them.
+enum Register : unsigned {
+    rax,
+    rdx,
+    rcx,
+    rbx,
+    rsi,
+    rdi,
+    rbp,
+    rsp,
+    r8,
+    r9,
+    r10,
+    r11,
+    r12,
+    r13,
+    r14,
+    r15,
+    rip,
+    kRegisterCount
+};
+
+struct ContextHeader {
+    std::uint64_t regs[kRegisterCount] = {};
+    std::uint32_t valid = 0;      // bit per register that holds a value
+    std::uint32_t stack_size = 0; // bytes of stack copied from regs[rsp]
+};
+
+inline constexpr std::uint32_t kMinStackCopy = 32u << 10;
+inline constexpr std::uint32_t kMaxStackCopy = 64u << 10;
+
+// A context read back from its bytes: no copy of the stack.
+struct ContextView {
+    ContextHeader header;
+    std::span<const std::uint8_t> stack;
+
+    static bool parse(std::span<const std::uint8_t> bytes, ContextView& out) {
+        if (bytes.size() < sizeof(ContextHeader)) return false;
+        std::memcpy(&out.header, bytes.data(), sizeof out.header);
+        if (bytes.size() - sizeof(ContextHeader) < out.header.stack_size) return false;
+        out.stack = bytes.subspan(sizeof(ContextHeader), out.header.stack_size);
+        return true;
+    }
+    [[nodiscard]] bool has(Register reg) const noexcept { return header.valid & (1u << reg); }
+};
+
+} // namespace spyglass::native

@@ -1,0 +1,293 @@
+#include "spyglass/native/unwinder.hpp"
+
+#include <cstring>
+#include <ctime>
+
+#include <cxxabi.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <gelf.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace spyglass::native {
+
+namespace {
+
+std::uint64_t monotonic_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull +
+           static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+char* debuginfo_path = nullptr;
+
+// The target's files as it sees them: through /proc/PID/root, which is "/" for a process of our
+// mount namespace and the container's root for one in its own. Deleted files and the vDSO are
+// left to elfutils (it reads them from the process's memory).
+int find_elf(Dwfl_Module* module, void** userdata, const char* name, Dwarf_Addr base,
+             char** file_name, Elf** elf) {
+    const auto* root = static_cast<const std::string*>(*userdata);
+    if (root != nullptr && name != nullptr && name[0] == '/' &&
+        std::strstr(name, " (deleted)") == nullptr) {
+        std::string path = *root + name;
+        int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        struct stat st {};
+        if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+            *elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+            if (*elf != nullptr) {
+                *file_name = ::strdup(path.c_str());
+                return fd;
+            }
+        }
+        if (fd >= 0) ::close(fd);
+        return -1;
+    }
+    return dwfl_linux_proc_find_elf(module, userdata, name, base, file_name, elf);
+}
+
+const Dwfl_Callbacks kCallbacks = {
+    find_elf,
+    dwfl_standard_find_debuginfo,
+    nullptr,
+    &debuginfo_path,
+};
+
+int set_root(Dwfl_Module* module, void** userdata, const char*, Dwarf_Addr, void* arg) {
+    (void)module;
+    *userdata = arg;
+    return DWARF_CB_OK;
+}
+
+pid_t next_thread(Dwfl*, void* arg, void** thread_arg) {
+    auto* current = static_cast<Unwinder::Current*>(arg);
+    if (current->served_thread) return 0;
+    current->served_thread = true;
+    *thread_arg = arg;
+    return current->tid;
+}
+
+bool get_thread(Dwfl*, pid_t tid, void* arg, void** thread_arg) {
+    auto* current = static_cast<Unwinder::Current*>(arg);
+    if (tid != current->tid) return false;
+    *thread_arg = arg;
+    return true;
+}
+
+// Words of the stack copy; nothing else: the live stack has moved on since the capture.
+bool memory_read(Dwfl*, Dwarf_Addr address, Dwarf_Word* result, void* arg) {
+    auto* current = static_cast<Unwinder::Current*>(arg);
+    const ContextView& context = *current->context;
+    std::uint64_t base = context.header.regs[rsp];
+    if (address < base || address - base > context.stack.size() ||
+        context.stack.size() - (address - base) < sizeof(Dwarf_Word)) {
+        if (address >= base) current->reached_copy_end = true;
+        return false;
+    }
+    std::memcpy(result, context.stack.data() + (address - base), sizeof *result);
+    return true;
+}
+
+bool set_initial_registers(Dwfl_Thread* thread, void* arg) {
+    auto* current = static_cast<Unwinder::Current*>(arg);
+    const ContextView& context = *current->context;
+    for (unsigned reg = 0; reg < rip; ++reg) {
+        if (!context.has(static_cast<Register>(reg))) continue;
+        Dwarf_Word value = context.header.regs[reg];
+        if (!dwfl_thread_state_registers(thread, static_cast<int>(reg), 1, &value)) return false;
+    }
+    dwfl_thread_state_register_pc(thread, context.header.regs[rip]);
+    return true;
+}
+
+const Dwfl_Thread_Callbacks kThreadCallbacks = {
+    next_thread, get_thread, memory_read, set_initial_registers, nullptr, nullptr,
+};
+
+struct Collect {
+    UnwindResult* out;
+    std::size_t max_frames;
+};
+
+int collect_frame(Dwfl_Frame* frame, void* arg) {
+    auto* collect = static_cast<Collect*>(arg);
+    Dwarf_Addr pc = 0;
+    bool activation = false;
+    if (!dwfl_frame_pc(frame, &pc, &activation)) return DWARF_CB_ABORT;
+    // A return address points after its call: look the call up, not what follows it.
+    if (!activation && pc > 0) --pc;
+    collect->out->pcs.push_back(pc);
+    return collect->out->pcs.size() >= collect->max_frames ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+
+std::string demangle(const char* name) {
+    if (name == nullptr) return {};
+    if (name[0] != '_' || name[1] != 'Z') return name;
+    int status = 0;
+    char* plain = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+    std::string out = status == 0 && plain != nullptr ? plain : name;
+    std::free(plain);
+    return out;
+}
+
+// The function a PLT stub jumps to, "name@plt": the stub's index in .plt (after its first,
+// resolver entry) or .plt.sec is the index of its relocation in .rela.plt.
+std::string plt_name(Dwfl_Module* module, std::uint64_t pc) {
+    Dwarf_Addr bias = 0;
+    Elf* elf = dwfl_module_getelf(module, &bias);
+    std::size_t names_index = 0;
+    if (elf == nullptr || elf_getshdrstrndx(elf, &names_index) != 0) return {};
+    const std::uint64_t address = pc - bias;
+    Elf_Scn* plt = nullptr;
+    Elf_Scn* relocations = nullptr;
+    GElf_Shdr plt_header{}, relocation_header{};
+    bool second_plt = false;
+    for (Elf_Scn* section = elf_nextscn(elf, nullptr); section != nullptr;
+         section = elf_nextscn(elf, section)) {
+        GElf_Shdr header;
+        if (gelf_getshdr(section, &header) == nullptr) continue;
+        const char* name = elf_strptr(elf, names_index, header.sh_name);
+        if (name == nullptr) continue;
+        std::string_view section_name(name);
+        if ((section_name == ".plt" || section_name == ".plt.sec") && address >= header.sh_addr &&
+            address - header.sh_addr < header.sh_size) {
+            plt = section;
+            plt_header = header;
+            second_plt = section_name == ".plt.sec";
+        } else if (section_name == ".rela.plt") {
+            relocations = section;
+            relocation_header = header;
+        }
+    }
+    if (plt == nullptr || relocations == nullptr || plt_header.sh_entsize == 0) return {};
+    std::uint64_t entry = (address - plt_header.sh_addr) / plt_header.sh_entsize;
+    if (!second_plt) {
+        if (entry == 0) return {};
+        --entry;
+    }
+    Elf_Data* data = elf_getdata(relocations, nullptr);
+    GElf_Rela relocation;
+    if (data == nullptr || gelf_getrela(data, static_cast<int>(entry), &relocation) == nullptr)
+        return {};
+    Elf_Scn* symbols = elf_getscn(elf, relocation_header.sh_link);
+    GElf_Shdr symbols_header;
+    if (symbols == nullptr || gelf_getshdr(symbols, &symbols_header) == nullptr) return {};
+    Elf_Data* symbol_data = elf_getdata(symbols, nullptr);
+    GElf_Sym symbol;
+    if (symbol_data == nullptr ||
+        gelf_getsym(symbol_data, static_cast<int>(GELF_R_SYM(relocation.r_info)), &symbol) ==
+            nullptr)
+        return {};
+    const char* name = elf_strptr(elf, symbols_header.sh_link, symbol.st_name);
+    if (name == nullptr || *name == '\0') return {};
+    return std::string(name) + "@plt";
+}
+
+} // namespace
+
+Unwinder::Unwinder(pid_t pid) : pid_(pid), root_(fmt::format("/proc/{}/root", pid)) {
+    report_modules();
+}
+
+Unwinder::~Unwinder() {
+    if (dwfl_ != nullptr) dwfl_end(dwfl_);
+}
+
+bool Unwinder::report_modules() {
+    last_report_ns_ = monotonic_ns();
+    if (dwfl_ != nullptr) dwfl_end(dwfl_);
+    symbols_.clear();
+    dwfl_ = dwfl_begin(&kCallbacks);
+    if (dwfl_ == nullptr) return false;
+    if (dwfl_linux_proc_report(dwfl_, pid_) != 0 || dwfl_report_end(dwfl_, nullptr, nullptr) != 0 ||
+        !dwfl_attach_state(dwfl_, nullptr, pid_, &kThreadCallbacks, &current_)) {
+        dwfl_end(dwfl_);
+        dwfl_ = nullptr;
+        return false;
+    }
+    // Before any file is looked for: elfutils opens them lazily, on first use.
+    dwfl_getmodules(dwfl_, set_root, &root_, 0);
+    return true;
+}
+
+bool Unwinder::unwind(pid_t tid, const ContextView& context, UnwindResult& out,
+                      std::size_t max_frames) {
+    out.pcs.clear();
+    out.reached_copy_end = false;
+    if (dwfl_ == nullptr || !context.has(rip) || !context.has(rsp)) return false;
+    // A pc in no module: something was loaded since (dlopen). Look again, at most once a second.
+    if (dwfl_addrmodule(dwfl_, context.header.regs[rip]) == nullptr &&
+        monotonic_ns() - last_report_ns_ > 1'000'000'000ull && !report_modules())
+        return false;
+    walk(tid, context, out, max_frames);
+    // Stopped in a PLT stub (or another place without call-frame information) the walk ends
+    // at once. There the return address is still the word at the stack pointer: a call just
+    // pushed it. Walk again from the caller.
+    if (out.pcs.size() == 1 && context.stack.size() >= 16) {
+        ContextView caller = context;
+        std::uint64_t return_address = 0;
+        std::memcpy(&return_address, context.stack.data(), sizeof return_address);
+        caller.header.regs[rip] = return_address;
+        caller.header.regs[rsp] += 8;
+        caller.stack = context.stack.subspan(8);
+        UnwindResult outer;
+        if (dwfl_addrmodule(dwfl_, return_address) != nullptr &&
+            walk(tid, caller, outer, max_frames - 1) && outer.pcs.size() > 1) {
+            outer.pcs[0] -= 1; // a return address: look its call up
+            out.pcs.insert(out.pcs.end(), outer.pcs.begin(), outer.pcs.end());
+            out.reached_copy_end = outer.reached_copy_end;
+        }
+    }
+    return !out.pcs.empty();
+}
+
+bool Unwinder::walk(pid_t tid, const ContextView& context, UnwindResult& out,
+                    std::size_t max_frames) {
+    current_ = Current{tid, &context, false, false};
+    Collect collect{&out, max_frames};
+    // The walk ends with an error at the outermost frame, or where the copy ends: what was
+    // collected stands.
+    (void)dwfl_getthread_frames(dwfl_, tid, collect_frame, &collect);
+    out.reached_copy_end = current_.reached_copy_end;
+    current_.context = nullptr;
+    return !out.pcs.empty();
+}
+
+const NativeSymbol& Unwinder::symbol(std::uint64_t pc) {
+    auto it = symbols_.find(pc);
+    if (it != symbols_.end()) return it->second;
+    NativeSymbol symbol;
+    Dwfl_Module* module = dwfl_ != nullptr ? dwfl_addrmodule(dwfl_, pc) : nullptr;
+    if (module != nullptr) {
+        Dwarf_Addr start = 0;
+        const char* main_file = nullptr;
+        const char* name = dwfl_module_info(module, nullptr, &start, nullptr, nullptr, nullptr,
+                                            &main_file, nullptr);
+        symbol.path = main_file != nullptr ? main_file : (name != nullptr ? name : "");
+        symbol.module = symbol.path.substr(symbol.path.rfind('/') + 1);
+        symbol.offset = pc - start;
+        GElf_Sym sym;
+        GElf_Off offset = 0;
+        const char* function =
+            dwfl_module_addrinfo(module, pc, &offset, &sym, nullptr, nullptr, nullptr);
+        // A symbol with a size that does not cover the address is a neighbour's, not ours.
+        if (function != nullptr && (sym.st_size == 0 || offset < sym.st_size)) {
+            // "__libc_start_main@@GLIBC_2.34": the version is not part of the function's name.
+            std::string_view plain(function);
+            std::string bare(plain.substr(0, plain.find('@')));
+            symbol.function = demangle(bare.c_str());
+            symbol.known = true;
+        } else if (std::string stub = plt_name(module, pc); !stub.empty()) {
+            symbol.function = std::move(stub);
+            symbol.known = true;
+        }
+    }
+    if (!symbol.known)
+        symbol.function =
+            fmt::format("{}+0x{:x}", symbol.module.empty() ? "?" : symbol.module, symbol.offset);
+    return symbols_.emplace(pc, std::move(symbol)).first->second;
+}
+
+} // namespace spyglass::native
