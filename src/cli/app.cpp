@@ -29,12 +29,17 @@ std::string unlimited_is_zero(std::string& value) {
     return {};
 }
 
-void add_native_flag(CLI::App* command, CommandLine& parsed) {
-    command->add_flag("-n,--native", parsed.native,
-                      "Also sample native (C/C++) frames: not available in this build yet");
+void add_native_flags(CLI::App* command, bool& native, bool& native_all) {
+    command->add_flag("-n,--native", native,
+                      "Also native (C/C++) frames, merged with the Python ones: a blocked "
+                      "thread is read without a stop, a running one is stopped for a few "
+                      "microseconds");
+    command->add_flag("--native-all", native_all,
+                      "--native, keeping the interpreter's own frames (its eval loop, calling "
+                      "machinery and start-up code)");
 }
 
-void add_sampling_options(CLI::App* command, SamplingOptions& options, CommandLine& parsed) {
+void add_sampling_options(CLI::App* command, SamplingOptions& options) {
     command->add_option("-p,--pid", options.pid, "PID of a running Python process to attach to")
         ->type_name("PID")
         ->check(CLI::PositiveNumber);
@@ -64,7 +69,7 @@ void add_sampling_options(CLI::App* command, SamplingOptions& options, CommandLi
     command->add_flag("--nonblocking", options.nonblocking,
                       "Never pause a thread, not even one whose stack changes faster than it "
                       "can be read (such samples are then counted as errors)");
-    add_native_flag(command, parsed);
+    add_native_flags(command, options.native, options.native_all);
     command->add_flag("-F,--function", options.function,
                       "Aggregate by function (its first line), not by the line being run");
     command->add_flag("--nolineno", options.nolineno, "Do not record line numbers");
@@ -78,9 +83,7 @@ void add_sampling_options(CLI::App* command, SamplingOptions& options, CommandLi
 // Checks CLI11 cannot express as one clear line; empty when the command line is fine.
 std::string conflicting_options(const CommandLine& parsed, const SamplingOptions* sampling,
                                 bool blocking, bool nonblocking) {
-    if (parsed.native)
-        return "--native is not available in this build yet: spyglass samples Python frames "
-               "only";
+    (void)parsed;
     if (blocking && nonblocking) return "--blocking and --nonblocking contradict each other";
     if (sampling != nullptr && sampling->idle && sampling->mode == "cpu")
         return "--idle includes waiting threads, --mode cpu leaves them out: give one of them";
@@ -122,13 +125,13 @@ std::unique_ptr<CLI::App> make_app(CommandLine& parsed) {
                        "Pause each thread while its stack (and --locals) is read");
     dump_cmd->add_flag("--nonblocking", dump.nonblocking,
                        "Never pause a thread, not even one whose stack cannot be read running");
-    add_native_flag(dump_cmd, parsed);
+    add_native_flags(dump_cmd, dump.native, dump.native_all);
 
     RecordOptions& record = parsed.record;
     CLI::App* record_cmd = app->add_subcommand(
         "record", "Sample a running process (or a command) and write a profile: flame graph, "
                   "folded stacks, pprof, speedscope or Chrome trace");
-    add_sampling_options(record_cmd, record.sampling, parsed);
+    add_sampling_options(record_cmd, record.sampling);
     record_cmd
         ->add_option("-o,--output", record.output,
                      "Output file; its extension picks the format (.svg, .txt, .pb.gz, .json, "
@@ -151,7 +154,7 @@ std::unique_ptr<CLI::App> make_app(CommandLine& parsed) {
     TopOptions& top = parsed.top;
     CLI::App* top_cmd = app->add_subcommand(
         "top", "Live view of the functions a running process (or a command) spends its time in");
-    add_sampling_options(top_cmd, top.sampling, parsed);
+    add_sampling_options(top_cmd, top.sampling);
     top_cmd->add_option("--delay", top.delay, "Seconds between refreshes (default 1)")
         ->type_name("SECONDS")
         ->check(CLI::Range(0.1, 3600.0));

@@ -19,7 +19,6 @@ struct CommandLine {
     RecordOptions record;
     TopOptions top;
     std::string completions_shell; // bash | zsh | fish
-    bool native = false;           // -n/--native: accepted, not implemented yet
 };
 
 // The whole command line: global options and the subcommands dump, record, top, completions.

@@ -35,6 +35,8 @@ Result<std::string> dump_process(pid_t pid, const DumpOptions& options) {
     snapshot_options.pause = options.blocking      ? sampling::PauseMode::always
                              : options.nonblocking ? sampling::PauseMode::never
                                                    : sampling::PauseMode::when_torn;
+    snapshot_options.native = options.native || options.native_all;
+    snapshot_options.native_all = options.native_all;
     auto snapshot = sampling::take_snapshot(**process, frames, snapshot_options);
     if (!snapshot) return std::unexpected(snapshot.error());
     return options.json ? output::format_dump_json(*snapshot, frames)

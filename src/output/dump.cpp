@@ -39,6 +39,11 @@ std::string format_dump_text(const model::ProcessSnapshot& snapshot,
                 fmt::format_to(it, "    {}\n", strings.view(frame.function));
                 continue;
             }
+            if (frame.kind == model::FrameKind::native) {
+                fmt::format_to(it, "    {} ({})\n", strings.view(frame.function),
+                               strings.view(frame.file));
+                continue;
+            }
             std::string_view file = strings.view(frame.file);
             fmt::format_to(it, "    {} ({}:{})\n", strings.view(frame.function),
                            full_filenames ? std::string(file) : short_filename(file), frame.line);
@@ -101,6 +106,9 @@ std::string format_dump_json(const model::ProcessSnapshot& snapshot,
             json.field("function", strings.view(frame.function));
             if (frame.kind == model::FrameKind::marker) {
                 json.field("marker", true);
+            } else if (frame.kind == model::FrameKind::native) {
+                json.field("native", true);
+                json.field("module", strings.view(frame.file));
             } else {
                 json.field("file", strings.view(frame.file));
                 json.field("line", frame.line);

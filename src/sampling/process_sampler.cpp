@@ -37,7 +37,10 @@ ProcessSampler::ProcessSampler(std::unique_ptr<python::PythonProcess> process, s
                                const SamplerOptions& options)
     : process_(std::move(process)), slot_(slot), registry_(registry), queue_(queue),
       options_(options), capturer_(*process_, options.retries), tracer_(process_->pid()),
-      exec_watch_(process_->pid(), process_->target().interp_head_slot) {}
+      exec_watch_(process_->pid(), process_->target().interp_head_slot) {
+    if (options_.native)
+        native_context_.reserve(sizeof(native::ContextHeader) + native::kMaxStackCopy);
+}
 
 ProcessSampler::~ProcessSampler() {
     const CaptureStats& s = capturer_.stats();
@@ -48,6 +51,13 @@ ProcessSampler::~ProcessSampler() {
                  s.torn_changed, s.torn_bad_code, s.torn_bad_offset, s.torn_suspended,
                  process_->memory().read_calls(), process_->fast_thread_reads(),
                  process_->slow_thread_reads(), pause_stats_.pauses, tracer_.seized());
+    if (options_.native)
+        spdlog::info("process {}: native stacks: {} of blocked threads taken without a stop ({} "
+                     "moved while read), {} with a stop, {} not taken ({} running threads left "
+                     "alone with --nonblocking)",
+                     process_->pid(), native_stats_.unstopped, native_stats_.moved,
+                     native_stats_.stopped, native_stats_.failed + native_stats_.skipped,
+                     native_stats_.skipped);
 }
 
 Result<void> ProcessSampler::check_pausing() {
@@ -196,20 +206,34 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
 bool ProcessSampler::push_sample(const python::ThreadRecord& record, ThreadState& thread,
                                  ThreadCapture base, PassStats& stats) {
     bool paused = false;
-    CaptureOutcome outcome = capture_stack(*process_, capturer_, tracer_, options_.pause, record,
-                                           thread.needed_pause ? 0 : -1, pause_stats_, paused);
-    thread.needed_pause = paused && options_.pause == PauseMode::when_torn;
+    CaptureOutcome outcome;
+    if (options_.native) {
+        if (!thread.syscall) thread.syscall.emplace(process_->pid(), record.tid);
+        NativeThread native{&thread.stat, &*thread.syscall, thread.run_ns, thread.on_cpu};
+        outcome = capture_native(*process_, capturer_, tracer_, options_.pause, record, native,
+                                 native_context_, native_stats_, pause_stats_, paused);
+        thread.needed_pause = false;
+    } else {
+        outcome = capture_stack(*process_, capturer_, tracer_, options_.pause, record,
+                                thread.needed_pause ? 0 : -1, pause_stats_, paused);
+        thread.needed_pause = paused && options_.pause == PauseMode::when_torn;
+    }
     thread.have_previous = false;
     if (outcome == CaptureOutcome::gone) return true;
     const python::RawStack& raw = capturer_.raw();
     std::uint32_t depth = outcome == CaptureOutcome::torn ? 0 : raw.depth;
+    const auto context_bytes = static_cast<std::uint32_t>(
+        options_.native && outcome != CaptureOutcome::torn ? native_context_.size() : 0);
     python::RawFrame* frames = nullptr;
-    ThreadCapture* slot = queue_.reserve(depth, frames);
+    std::uint8_t* bytes = nullptr;
+    ThreadCapture* slot = queue_.reserve(depth, frames, context_bytes, bytes);
     if (slot == nullptr) return false;
     std::copy_n(raw.frames.begin(), depth, frames);
+    if (context_bytes > 0) std::copy_n(native_context_.data(), context_bytes, bytes);
     *slot = base;
     slot->outcome = outcome;
     slot->paused = paused;
+    slot->native = options_.native;
     slot->too_deep = raw.end == python::StackEnd::too_deep;
     queue_.push();
     // A stack cut at the frame limit is cut the same way next time: as good as whole.
@@ -218,7 +242,6 @@ bool ProcessSampler::push_sample(const python::ThreadRecord& record, ThreadState
     if (outcome == CaptureOutcome::torn ||
         (outcome == CaptureOutcome::truncated && !slot->too_deep))
         ++stats.errors;
-    (void)record;
     return true;
 }
 

@@ -17,6 +17,15 @@ void add(ResolveStats& into, const ResolveStats& from) {
     into.code_gone += from.code_gone;
     into.resolved_hits += from.resolved_hits;
 }
+
+void add(NativeResolveStats& into, const NativeResolveStats& from) {
+    into.stacks += from.stacks;
+    into.no_context += from.no_context;
+    into.unwind_failed += from.unwind_failed;
+    into.merged += from.merged;
+    into.cut += from.cut;
+    into.mismatch += from.mismatch;
+}
 } // namespace
 
 Resolver::Resolver(model::FrameTable& frames, model::StackTable& stacks, StackReadOptions options,
@@ -47,6 +56,9 @@ Resolver::ProcessEntry* Resolver::process_entry(std::uint32_t slot) {
     entry.stacks =
         std::make_unique<StackResolver>(context->memory, context->target, frames_, options_);
     entry.objects = std::make_unique<python::ObjectReader>(*context->memory, context->target);
+    if (options_.native)
+        entry.native =
+            std::make_unique<NativeResolver>(context->target, frames_, options_.native_all);
     return &entry;
 }
 
@@ -57,10 +69,18 @@ ResolveStats Resolver::stats() const {
     return out;
 }
 
+NativeResolveStats Resolver::native_stats() const {
+    NativeResolveStats out = retired_native_;
+    for (const auto& [slot, entry] : processes_)
+        if (entry.native) add(out, entry.native->stats());
+    return out;
+}
+
 void Resolver::drain(CaptureQueue& queue) {
     std::span<const python::RawFrame> frames;
-    while (const ThreadCapture* capture = queue.front(frames)) {
-        handle(*capture, frames);
+    std::span<const std::uint8_t> bytes;
+    while (const ThreadCapture* capture = queue.front(frames, bytes)) {
+        handle(*capture, frames, bytes);
         queue.pop();
     }
 }
@@ -74,7 +94,8 @@ void Resolver::run(CaptureQueue& queue) {
               static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawFrame> frames) {
+void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawFrame> frames,
+                      std::span<const std::uint8_t> bytes) {
     ProcessEntry* process = process_entry(capture.process);
     if (process == nullptr) return; // not registered: a programming error, nothing to show
     switch (capture.kind) {
@@ -82,6 +103,7 @@ void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawF
         return;
     case CaptureKind::process_retired:
         if (process->stacks) add(retired_stats_, process->stacks->stats());
+        if (process->native) add(retired_native_, process->native->stats());
         processes_.erase(capture.process);
         return;
     case CaptureKind::thread_seen: {
@@ -121,6 +143,11 @@ void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawF
         sample.status = process->stacks->resolve(
             frames, capture.outcome == CaptureOutcome::truncated && !capture.too_deep, ids_);
         if (capture.too_deep) ids_.push_back(deeper_marker_);
+        if (capture.native && process->native && sample.status != model::StackStatus::torn) {
+            process->native->resolve(capture.tid, bytes, frames, ids_, process->stacks->kept(),
+                                     merged_);
+            ids_.swap(merged_);
+        }
         sample.key.stack = stacks_.intern(ids_);
         thread.last_stack = sample.key.stack;
         thread.have_last = sample.status == model::StackStatus::ok;

@@ -75,6 +75,12 @@ Session::Session(model::FrameTable& frames, model::StackTable& stacks,
                  const SessionOptions& options)
     : frames_(frames), stacks_(stacks), options_(options) {
     options_.sampler.period_ns = static_cast<std::uint64_t>(1e9 / options_.rate_hz);
+    options_.stacks.native = options_.sampler.native;
+    // Stack copies in flight between the sampling thread and the resolver: the resolver is
+    // woken when a quarter of it is used, so this is about 16 copies of the largest size
+    // before it is, 64 before a capture is dropped.
+    if (options_.sampler.native)
+        queue_.reserve_bytes(64 * (sizeof(native::ContextHeader) + native::kMaxStackCopy));
 }
 
 Session::~Session() = default;
@@ -338,8 +344,7 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
     const std::uint64_t cpu_start = thread_cpu_ns();
     const std::uint64_t end = duration != 0 ? start + duration : 0;
     fast_pending_until_ = start + 2'000'000'000ull;
-    std::uint64_t tick = 0, next_scan = 0, next_progress = 0, next_pending = 0,
-                  next_not_python = 0;
+    std::uint64_t tick = 0, next_scan = 0, next_progress = 0, next_pending = 0, next_not_python = 0;
     model::RecordingTotals& totals = totals_;
     PassStats& stats = result.stats;
     std::uint64_t now = start;
@@ -479,6 +484,14 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
                  static_cast<double>(result.sampling_cpu_ns) / 1e6, per_sample,
                  static_cast<double>(result.resolver_cpu_ns) / 1e6, result.resolve.code_misses,
                  result.resolve.resolved_hits);
+    if (options_.sampler.native) {
+        const NativeResolveStats native = resolver_->native_stats();
+        spdlog::info("native stacks: {} unwound ({} could not be), {} merged with their Python "
+                     "frames, {} cut where the copy of the stack ended, {} left as Python frames "
+                     "alone (their eval calls and Python frames disagreed), {} without registers",
+                     native.stacks, native.unwind_failed, native.merged, native.cut,
+                     native.mismatch, native.no_context);
+    }
     sink.finish(totals);
     result.totals = totals;
     return result;

@@ -3,11 +3,33 @@
 #include <optional>
 
 #include "spyglass/process/procfs.hpp"
+#include "spyglass/process/task_syscall.hpp"
 #include "spyglass/process/thread_tracer.hpp"
 #include "spyglass/python/objects.hpp"
+#include "spyglass/sampling/native_capture.hpp"
+#include "spyglass/sampling/native_resolve.hpp"
 #include "spyglass/sampling/stack_reader.hpp"
 
 namespace spyglass::sampling {
+
+namespace {
+
+// --locals are per Python frame: give the native frames merged in between them none.
+void align_locals(const model::FrameTable& frames, const std::vector<model::FrameId>& merged,
+                  model::ThreadSnapshot& thread) {
+    if (thread.locals.empty()) return;
+    std::vector<std::vector<model::LocalValue>> aligned;
+    std::size_t next = 0;
+    for (model::FrameId id : merged) {
+        if (frames.get(id).kind == model::FrameKind::python && next < thread.locals.size())
+            aligned.push_back(std::move(thread.locals[next++]));
+        else
+            aligned.emplace_back();
+    }
+    thread.locals = std::move(aligned);
+}
+
+} // namespace
 
 Result<model::ProcessSnapshot> take_snapshot(python::PythonProcess& process,
                                              model::FrameTable& frames,
@@ -42,6 +64,11 @@ Result<model::ProcessSnapshot> take_snapshot(python::PythonProcess& process,
     std::unordered_map<python::Address, python::Address> gil_holders;
     StackReader reader(process, frames, StackReadOptions{});
     PauseStats pauses;
+    std::optional<NativeResolver> native;
+    if (options.native) native.emplace(target, frames, options.native_all);
+    NativeStats native_stats;
+    std::vector<std::uint8_t> context;
+    std::vector<model::FrameId> merged;
 
     for (const python::ThreadRecord& record : records) {
         model::ThreadSnapshot& thread = snapshot.threads.emplace_back();
@@ -84,8 +111,31 @@ Result<model::ProcessSnapshot> take_snapshot(python::PythonProcess& process,
                         {std::move(local.name), std::move(local.value), local.argument});
             }
         };
-        CaptureOutcome captured = capture_stack(process, reader.capturer(), tracer, options.pause,
-                                                record, -1, pauses, thread.paused, &resolve);
+        CaptureOutcome captured;
+        if (native && record.tid != 0) {
+            // The native state and the Python frames of one moment; the locals are read just
+            // after it (the thread is not kept stopped for them).
+            process::TaskStatReader stat(target.pid, record.tid);
+            process::TaskSyscallReader syscall(target.pid, record.tid);
+            auto reading = stat.read();
+            NativeThread state{&stat, &syscall, reading ? reading->run_ns : 0,
+                               !reading || reading->state == 'R'};
+            captured = capture_native(process, reader.capturer(), tracer, options.pause, record,
+                                      state, context, native_stats, pauses, thread.paused);
+            if (captured != CaptureOutcome::gone) {
+                resolve(captured);
+                if (outcome != StackOutcome::torn && outcome != StackOutcome::gone) {
+                    const python::RawStack& raw = reader.last_raw();
+                    native->resolve(record.tid, context, std::span(raw.frames.data(), raw.depth),
+                                    thread.frames, reader.kept_raw_indexes(), merged);
+                    align_locals(frames, merged, thread);
+                    thread.frames.swap(merged);
+                }
+            }
+        } else {
+            captured = capture_stack(process, reader.capturer(), tracer, options.pause, record, -1,
+                                     pauses, thread.paused, &resolve);
+        }
         if (captured == CaptureOutcome::gone) outcome = StackOutcome::gone;
         thread.status = outcome == StackOutcome::torn        ? model::StackStatus::torn
                         : outcome == StackOutcome::truncated ? model::StackStatus::truncated

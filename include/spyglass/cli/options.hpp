@@ -16,6 +16,8 @@ struct DumpOptions {
     bool nonblocking = false;  // py-spy's spelling of the default
     bool subprocesses = false; // also the Python processes among its descendants
     bool full_filenames = false;
+    bool native = false;     // with each thread's native (C/C++) frames
+    bool native_all = false; // and the interpreter's own frames
 };
 
 int run_dump(const DumpOptions& options);
@@ -35,6 +37,8 @@ struct SamplingOptions {
     bool function = false;
     bool nolineno = false;
     bool jitter = false;
+    bool native = false;     // --native: native (C/C++) frames merged with the Python ones
+    bool native_all = false; // --native-all: and the interpreter's own frames
 };
 
 struct RecordOptions {

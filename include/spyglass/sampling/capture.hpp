@@ -40,18 +40,26 @@ struct ThreadCapture {
     bool paused = false;     // read with the thread stopped
     bool same_stack = false; // the thread has not run since its previous sample: no frames
     bool too_deep = false;   // truncated at the frame limit (not an error)
+    bool native = false;     // --native: registers and a copy of the stack follow (bytes)
     CaptureOutcome outcome = CaptureOutcome::ok;
 };
 
 class CaptureQueue {
   public:
-    explicit CaptureQueue(std::size_t slots = 1u << 13, std::size_t frames = 1u << 16);
+    // `bytes`: room for the native stack copies (--native), 0 when none are captured.
+    explicit CaptureQueue(std::size_t slots = 1u << 13, std::size_t frames = 1u << 16,
+                          std::size_t bytes = 0);
+    // Makes room for native stack copies (before the first capture).
+    void reserve_bytes(std::size_t bytes);
 
     // --- producer (the sampling thread) ---
     // A slot for an event or a capture with room for `frames` frames (written to
     // `frame_space`, all of them), or nullptr when the ring is full (the caller counts a drop).
     // Publish it with push().
     ThreadCapture* reserve(std::uint32_t frames, python::RawFrame*& frame_space);
+    // The same with `bytes` bytes of the byte ring (a native capture's registers and stack).
+    ThreadCapture* reserve(std::uint32_t frames, python::RawFrame*& frame_space,
+                           std::uint32_t bytes, std::uint8_t*& byte_space);
     void push();
     // After a pass: wakes the consumer if the ring is filling up (otherwise it comes by itself
     // every kIdleWakeNs: one wake-up per tick would cost a context switch per tick).
@@ -62,6 +70,8 @@ class CaptureQueue {
     // --- consumer (the resolver) ---
     // The oldest capture and its frames, or nullptr when the ring is empty. Valid until pop().
     const ThreadCapture* front(std::span<const python::RawFrame>& frames) const;
+    const ThreadCapture* front(std::span<const python::RawFrame>& frames,
+                               std::span<const std::uint8_t>& bytes) const;
     void pop();
     // Sleeps until the ring fills up, kIdleWakeNs pass or the queue is closed; false once
     // closed and empty.
@@ -71,9 +81,12 @@ class CaptureQueue {
   private:
     std::vector<ThreadCapture> slots_;
     std::vector<python::RawFrame> frames_;
+    std::vector<std::uint8_t> bytes_;
     struct Span {
         std::uint64_t at = 0; // first frame (an index that only grows)
         std::uint32_t count = 0;
+        std::uint32_t byte_count = 0;
+        std::uint64_t bytes_at = 0;
     };
     std::vector<Span> spans_; // per slot: its frames
     std::size_t slot_mask_, frame_size_;
@@ -86,6 +99,8 @@ class CaptureQueue {
     std::condition_variable wake_;
     [[nodiscard]] bool filling() const noexcept;
     std::atomic<std::uint64_t> frames_head_{0}; // written by the producer only
+    std::atomic<std::uint64_t> bytes_head_{0};  // written by the producer only
+    alignas(64) std::atomic<std::uint64_t> bytes_tail_{0};
 };
 
 } // namespace spyglass::sampling

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "spyglass/process/thread_tracer.hpp"
 #include "spyglass/python/interpreter.hpp"
 #include "spyglass/sampling/capture.hpp"
+#include "spyglass/sampling/native_capture.hpp"
 #include "spyglass/sampling/paused_read.hpp"
 #include "spyglass/sampling/stack_capture.hpp"
 
@@ -35,6 +37,7 @@ struct SamplerOptions {
     bool reuse_idle = true; // a thread that has not run since its last sample keeps its stack
     int retries = 3;        // extra attempts for a stack that changed while it was read
     std::uint64_t period_ns = 10'000'000;
+    bool native = false; // --native: registers and a copy of the stack with every capture
 };
 
 struct PassStats {
@@ -91,6 +94,7 @@ class ProcessSampler {
     // Answers stops of paused threads that nobody asked for (signals, group stops, exits).
     void service_tracer() noexcept { tracer_.service(); }
     [[nodiscard]] const PauseStats& pause_stats() const noexcept { return pause_stats_; }
+    [[nodiscard]] const NativeStats& native_stats() const noexcept { return native_stats_; }
     [[nodiscard]] pid_t pid() const noexcept { return process_->pid(); }
     [[nodiscard]] std::uint32_t slot() const noexcept { return slot_; }
     [[nodiscard]] python::PythonProcess& process() noexcept { return *process_; }
@@ -98,6 +102,7 @@ class ProcessSampler {
   private:
     struct ThreadState {
         process::TaskStatReader stat;
+        std::optional<process::TaskSyscallReader> syscall{}; // --native, opened on first use
         std::uint32_t index = 0;
         std::uint64_t thread_id = 0;
         std::uint64_t run_ns = 0; // schedstat run time at the previous pass
@@ -125,6 +130,8 @@ class ProcessSampler {
     std::uint64_t next_exec_check_ns_ = 0;
     std::uint64_t next_full_read_ns_ = 0; // of every thread state, whatever the scheduler says
     PauseStats pause_stats_;
+    NativeStats native_stats_;
+    std::vector<std::uint8_t> native_context_; // --native: the capture's registers and stack
     std::vector<python::ThreadRecord> records_;
     std::unordered_map<pid_t, ThreadState> threads_;
     std::uint64_t generation_ = 0;

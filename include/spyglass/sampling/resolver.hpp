@@ -15,6 +15,7 @@
 #include "spyglass/python/objects.hpp"
 #include "spyglass/python/target.hpp"
 #include "spyglass/sampling/capture.hpp"
+#include "spyglass/sampling/native_resolve.hpp"
 #include "spyglass/sampling/stack_resolve.hpp"
 
 namespace spyglass::sampling {
@@ -41,6 +42,7 @@ class Resolver {
     void run(CaptureQueue& queue);
 
     [[nodiscard]] ResolveStats stats() const;
+    [[nodiscard]] NativeResolveStats native_stats() const;
     // CPU time run() used (its thread's), once it has returned.
     [[nodiscard]] std::uint64_t cpu_ns() const noexcept { return cpu_ns_; }
 
@@ -49,6 +51,7 @@ class Resolver {
         std::shared_ptr<const ProcessContext> context;
         std::unique_ptr<StackResolver> stacks;
         std::unique_ptr<python::ObjectReader> objects;
+        std::unique_ptr<NativeResolver> native; // --native
         std::uint64_t last_naming_ns = 0;
         bool unnamed_threads = false;
         bool retired = false;
@@ -62,7 +65,8 @@ class Resolver {
         bool named = false; // by the threading module, not the OS
     };
     ProcessEntry* process_entry(std::uint32_t slot);
-    void handle(const ThreadCapture& capture, std::span<const python::RawFrame> frames);
+    void handle(const ThreadCapture& capture, std::span<const python::RawFrame> frames,
+                std::span<const std::uint8_t> bytes);
     void name_threads(ProcessEntry& process, std::uint32_t slot, std::uint64_t now_ns);
 
     model::FrameTable& frames_;
@@ -74,8 +78,9 @@ class Resolver {
     std::unordered_map<std::uint32_t, std::shared_ptr<const ProcessContext>> registered_;
     std::unordered_map<std::uint32_t, ProcessEntry> processes_;
     std::vector<ThreadEntry> threads_; // by thread index
-    std::vector<model::FrameId> ids_;
+    std::vector<model::FrameId> ids_, merged_;
     ResolveStats retired_stats_;
+    NativeResolveStats retired_native_;
     std::uint64_t cpu_ns_ = 0;
 };
 

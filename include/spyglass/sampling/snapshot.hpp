@@ -15,6 +15,8 @@ struct SnapshotOptions {
     bool locals = false; // read each frame's local variables (while the thread is paused, if)
     PauseMode pause = PauseMode::when_torn;
     std::size_t max_value_chars = 120;
+    bool native = false;     // each thread's native frames merged in (--native)
+    bool native_all = false; // keeping the interpreter's own (--native-all)
 };
 
 Result<model::ProcessSnapshot> take_snapshot(python::PythonProcess& process,

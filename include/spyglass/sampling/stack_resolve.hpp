@@ -21,6 +21,8 @@ struct StackReadOptions {
     bool function_lines = false; // --function: a frame's line is its function's first line
     bool no_lines = false;       // --nolineno
     int retries = 3;             // extra attempts for a stack that changed while it was read
+    bool native = false;         // --native: merge each capture's native frames
+    bool native_all = false;     // --native-all: keep the interpreter's own frames too
 };
 
 struct ResolveStats {

@@ -1,0 +1,56 @@
+// --native, on the resolver: a process's native captures unwound (one native::Unwinder per
+// process), their frames named and interned once per address, and merged with the Python
+// frames resolved from the same capture.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "spyglass/model/frame_table.hpp"
+#include "spyglass/native/unwinder.hpp"
+#include "spyglass/python/stack_walker.hpp"
+#include "spyglass/python/target.hpp"
+#include "spyglass/sampling/native_merge.hpp"
+
+namespace spyglass::sampling {
+
+struct NativeResolveStats {
+    std::uint64_t stacks = 0;     // native captures unwound
+    std::uint64_t no_context = 0; // captures without registers (the pause was refused...)
+    std::uint64_t unwind_failed = 0;
+    std::uint64_t merged = 0;
+    std::uint64_t cut = 0;      // the copy of the stack ended before its outermost frame
+    std::uint64_t mismatch = 0; // eval calls and Python frames disagreed: Python frames only
+};
+
+class NativeResolver {
+  public:
+    NativeResolver(const python::TargetInfo& target, model::FrameTable& frames, bool all);
+
+    // The merged stack of a capture into `out`. `python`: the resolved Python frames;
+    // `kept`: the raw frame each of them came from (frames not started yet are left out).
+    void resolve(pid_t tid, std::span<const std::uint8_t> context,
+                 std::span<const python::RawFrame> raw, std::span<const model::FrameId> python,
+                 std::span<const std::uint32_t> kept, std::vector<model::FrameId>& out);
+
+    [[nodiscard]] const NativeResolveStats& stats() const noexcept { return stats_; }
+
+  private:
+    const NativeFrame& frame_at(std::uint64_t pc);
+
+    const python::TargetInfo& target_;
+    model::FrameTable& frames_;
+    bool all_;
+    native::Unwinder unwinder_;
+    std::string executable_name_, interpreter_name_;
+    std::unordered_map<std::uint64_t, NativeFrame> by_pc_;
+    native::UnwindResult unwound_;
+    std::vector<NativeFrame> native_;
+    std::vector<std::uint32_t> raw_call_, call_;
+    NativeResolveStats stats_;
+};
+
+} // namespace spyglass::sampling

@@ -1,0 +1,121 @@
+#include "spyglass/sampling/native_capture.hpp"
+
+#include <cstring>
+#include <ctime>
+
+namespace spyglass::sampling {
+
+namespace {
+
+std::uint64_t monotonic_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull +
+           static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+// Copies the stack from `sp` into `context` after the header (less where the mapping ends).
+void copy_stack(process::RemoteMemory& memory, std::uint64_t sp, std::uint32_t size,
+                std::vector<std::uint8_t>& context) {
+    context.resize(sizeof(native::ContextHeader) + size);
+    auto got = memory.read_prefix(sp, context.data() + sizeof(native::ContextHeader), size);
+    std::uint32_t copied = got ? static_cast<std::uint32_t>(*got) : 0;
+    context.resize(sizeof(native::ContextHeader) + copied);
+    native::ContextHeader header;
+    std::memcpy(&header, context.data(), sizeof header);
+    header.stack_size = copied;
+    std::memcpy(context.data(), &header, sizeof header);
+}
+
+void set_header(std::vector<std::uint8_t>& context, const native::ContextHeader& header) {
+    native::ContextHeader with = header;
+    native::ContextHeader current;
+    std::memcpy(&current, context.data(), sizeof current);
+    with.stack_size = current.stack_size;
+    std::memcpy(context.data(), &with, sizeof with);
+}
+
+native::ContextHeader from_registers(const user_regs_struct& regs) {
+    native::ContextHeader header;
+    const std::uint64_t values[native::kRegisterCount] = {
+        regs.rax, regs.rdx, regs.rcx, regs.rbx, regs.rsi, regs.rdi, regs.rbp, regs.rsp, regs.r8,
+        regs.r9,  regs.r10, regs.r11, regs.r12, regs.r13, regs.r14, regs.r15, regs.rip};
+    for (unsigned reg = 0; reg < native::kRegisterCount; ++reg)
+        header.regs[reg] = values[reg];
+    header.valid = (1u << native::kRegisterCount) - 1;
+    return header;
+}
+
+} // namespace
+
+CaptureOutcome capture_native(python::PythonProcess& process, StackCapturer& capturer,
+                              process::ThreadTracer& tracer, PauseMode mode,
+                              python::ThreadRecord record, NativeThread& thread,
+                              std::vector<std::uint8_t>& context, NativeStats& stats,
+                              PauseStats& pauses, bool& stopped) {
+    stopped = false;
+    context.assign(sizeof(native::ContextHeader), 0);
+    if (!thread.on_cpu && thread.syscall != nullptr && mode != PauseMode::always) {
+        auto before = thread.syscall->read();
+        if (before && !before->running && before->sp != 0) {
+            copy_stack(process.memory(), before->sp, thread.stack_copy, context);
+            CaptureOutcome outcome = capturer.capture(record, {.thread_stopped = false});
+            auto after = thread.syscall->read();
+            auto run = thread.stat->read_run_ns();
+            // Still in the same call, at the same place, without having run: the copy, the
+            // Python frames and the registers are one moment of it.
+            if (after && *after == *before && run && *run == thread.run_ns &&
+                outcome != CaptureOutcome::torn) {
+                native::ContextHeader header;
+                header.regs[native::rsp] = before->sp;
+                header.regs[native::rip] = before->pc;
+                header.valid = (1u << native::rsp) | (1u << native::rip);
+                set_header(context, header);
+                ++stats.unstopped;
+                return outcome;
+            }
+            ++stats.moved;
+        }
+    }
+    if (mode == PauseMode::never) {
+        ++stats.skipped;
+        context.clear();
+        return capturer.capture(record);
+    }
+    const std::uint64_t start = monotonic_ns();
+    auto paused = tracer.pause(record.tid);
+    if (!paused) {
+        context.clear();
+        if (paused.error() == process::PauseFailure::gone) return CaptureOutcome::gone;
+        ++stats.failed;
+        ++pauses.failed;
+        if (paused.error() == process::PauseFailure::timed_out) ++pauses.timed_out;
+        if (paused.error() == process::PauseFailure::refused) {
+            ++pauses.refused;
+            if (pauses.refusal.empty()) pauses.refusal = tracer.refusal();
+        }
+        return capturer.capture(record);
+    }
+    user_regs_struct regs{};
+    bool have_registers = tracer.registers(record.tid, regs);
+    if (have_registers) copy_stack(process.memory(), regs.rsp, thread.stack_copy, context);
+    CaptureOutcome outcome = CaptureOutcome::gone;
+    if (auto status = process.reread_thread(record); status)
+        outcome = capturer.capture(record, {.thread_stopped = true, .retries = 0});
+    else if (status.error().code != Errc::process_gone)
+        outcome = CaptureOutcome::torn;
+    tracer.resume(record.tid);
+    pauses.durations.record(monotonic_ns() - start);
+    ++pauses.pauses;
+    ++stats.stopped;
+    stopped = true;
+    if (have_registers) {
+        set_header(context, from_registers(regs));
+    } else {
+        ++stats.failed;
+        context.clear();
+    }
+    return outcome;
+}
+
+} // namespace spyglass::sampling

@@ -1,0 +1,196 @@
+// The native unwinder on a real process: a child of this test blocked in read() three calls
+// deep, unwound from the two registers /proc's syscall file gives (no stop), and a child
+// spinning in a loop, unwound from the registers of a ptrace stop. Both from a copy of the
+// stack only, as the resolver does after the thread has run on.
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "spyglass/native/unwinder.hpp"
+#include "spyglass/process/live_memory.hpp"
+#include "spyglass/process/task_syscall.hpp"
+#include "spyglass/process/thread_tracer.hpp"
+
+extern "C" {
+__attribute__((noinline)) int spyglass_test_level3(int fd) {
+    char byte = 0;
+    int got = static_cast<int>(::read(fd, &byte, 1));
+    asm volatile("" ::: "memory");
+    return got + 1;
+}
+__attribute__((noinline)) int spyglass_test_level2(int fd) {
+    int got = spyglass_test_level3(fd);
+    asm volatile("" ::: "memory");
+    return got + 1;
+}
+__attribute__((noinline)) int spyglass_test_level1(int fd) {
+    int got = spyglass_test_level2(fd);
+    asm volatile("" ::: "memory");
+    return got + 1;
+}
+
+volatile int spyglass_test_spin_flag = 1;
+__attribute__((noinline)) void spyglass_test_spin_inner(int ready_fd) {
+    char byte = 1;
+    if (::write(ready_fd, &byte, 1) != 1) _exit(3);
+    while (spyglass_test_spin_flag != 0)
+        asm volatile("" ::: "memory");
+}
+__attribute__((noinline)) void spyglass_test_spin_outer(int ready_fd) {
+    spyglass_test_spin_inner(ready_fd);
+    asm volatile("" ::: "memory");
+}
+}
+
+namespace spyglass::native {
+namespace {
+
+std::uint64_t now_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull +
+           static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+std::vector<std::uint8_t> copy_stack(pid_t pid, const ContextHeader& header) {
+    process::LiveMemory memory(pid);
+    std::vector<std::uint8_t> bytes(sizeof(ContextHeader) + kMaxStackCopy);
+    auto got =
+        memory.read_prefix(header.regs[rsp], bytes.data() + sizeof(ContextHeader), kMaxStackCopy);
+    EXPECT_TRUE(got.has_value());
+    ContextHeader with = header;
+    with.stack_size = got ? static_cast<std::uint32_t>(*got) : 0;
+    bytes.resize(sizeof(ContextHeader) + with.stack_size);
+    std::memcpy(bytes.data(), &with, sizeof with);
+    return bytes;
+}
+
+std::vector<std::string> functions(Unwinder& unwinder, pid_t tid,
+                                   const std::vector<std::uint8_t>& bytes) {
+    ContextView view;
+    EXPECT_TRUE(ContextView::parse(bytes, view));
+    UnwindResult result;
+    EXPECT_TRUE(unwinder.unwind(tid, view, result));
+    std::vector<std::string> names;
+    for (std::uint64_t pc : result.pcs)
+        names.push_back(unwinder.symbol(pc).function);
+    return names;
+}
+
+std::ptrdiff_t position(const std::vector<std::string>& names, const std::string& name) {
+    auto it = std::find(names.begin(), names.end(), name);
+    return it == names.end() ? -1 : it - names.begin();
+}
+
+std::string joined(const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& name : names)
+        out += name + " <- ";
+    return out;
+}
+
+TEST(NativeUnwind, BlockedThreadFromItsSyscallFileAlone) {
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ::close(fds[1]);
+        _exit(spyglass_test_level1(fds[0]) == 4 ? 0 : 1);
+    }
+    ::close(fds[0]);
+    // Ready when the kernel says the child is blocked in read().
+    process::TaskSyscallReader reader(child, child);
+    std::optional<process::TaskSyscall> call;
+    const std::uint64_t deadline = now_ns() + 10'000'000'000ull;
+    while (now_ns() < deadline) {
+        call = reader.read();
+        if (call && !call->running && call->number == SYS_read) break;
+        ::sched_yield();
+    }
+    ASSERT_TRUE(call && call->number == SYS_read) << "the child never blocked in read()";
+    ContextHeader header;
+    header.regs[rsp] = call->sp;
+    header.regs[rip] = call->pc;
+    header.valid = (1u << rsp) | (1u << rip);
+    std::vector<std::uint8_t> bytes = copy_stack(child, header);
+
+    Unwinder unwinder(child);
+    ASSERT_TRUE(unwinder.ready());
+    std::vector<std::string> names = functions(unwinder, child, bytes);
+    ASSERT_EQ(::write(fds[1], "x", 1), 1);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    auto l3 = position(names, "spyglass_test_level3"), l2 = position(names, "spyglass_test_level2"),
+         l1 = position(names, "spyglass_test_level1");
+    ASSERT_GE(l3, 1) << joined(names); // read() in the C library is above it
+    EXPECT_EQ(l2, l3 + 1) << joined(names);
+    EXPECT_EQ(l1, l2 + 1) << joined(names);
+    EXPECT_EQ(unwinder.symbol(0).known, false);
+}
+
+TEST(NativeUnwind, RunningThreadFromAStop) {
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ::close(ready[0]);
+        spyglass_test_spin_outer(ready[1]);
+        _exit(0);
+    }
+    ::close(ready[1]);
+    char byte = 0;
+    ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+    // The child may still be on its way out of write(): stop it until it is in the loop.
+    Unwinder unwinder(child);
+    std::vector<std::string> names;
+    process::ThreadTracer tracer(child);
+    for (int attempt = 0; attempt < 1000; ++attempt) {
+        ASSERT_TRUE(tracer.pause(child).has_value());
+        user_regs_struct regs{};
+        ASSERT_TRUE(tracer.registers(child, regs));
+        ContextHeader header;
+        const std::uint64_t values[kRegisterCount] = {
+            regs.rax, regs.rdx, regs.rcx, regs.rbx, regs.rsi, regs.rdi, regs.rbp, regs.rsp, regs.r8,
+            regs.r9,  regs.r10, regs.r11, regs.r12, regs.r13, regs.r14, regs.r15, regs.rip};
+        std::copy(std::begin(values), std::end(values), header.regs);
+        header.valid = (1u << kRegisterCount) - 1;
+        std::vector<std::uint8_t> bytes = copy_stack(child, header);
+        tracer.resume(child);
+        names = functions(unwinder, child, bytes);
+        if (!names.empty() && names[0] == "spyglass_test_spin_inner") break;
+    }
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    ASSERT_FALSE(names.empty());
+    EXPECT_EQ(names[0], "spyglass_test_spin_inner") << joined(names);
+    EXPECT_EQ(position(names, "spyglass_test_spin_outer"), 1) << joined(names);
+}
+
+TEST(NativeUnwind, AContextWithoutAProgramCounterIsRefused) {
+    Unwinder unwinder(::getpid());
+    std::vector<std::uint8_t> bytes(sizeof(ContextHeader));
+    ContextView view;
+    ASSERT_TRUE(ContextView::parse(bytes, view));
+    UnwindResult result;
+    EXPECT_FALSE(unwinder.unwind(::getpid(), view, result));
+    // A header that claims more stack than it carries.
+    ContextHeader header;
+    header.stack_size = 4096;
+    std::memcpy(bytes.data(), &header, sizeof header);
+    EXPECT_FALSE(ContextView::parse(bytes, view));
+}
+
+} // namespace
+} // namespace spyglass::native
