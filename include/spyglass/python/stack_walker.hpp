@@ -27,11 +27,11 @@ struct RawFrame {
 };
 
 enum class StackEnd : std::uint8_t {
-    complete,    // reached the end of the chain
-    read_failed, // a read failed mid-chain (the frames before it are good)
-    cycle,       // a frame pointed back into the chain
-    too_deep,    // more than kMaxFrames frames
-    corrupt,     // a frame failed validation (wrong type, outside its stack chunk)
+    complete,     // reached the end of the chain
+    read_failed,  // a read failed mid-chain (the frames before it are good)
+    cycle,        // a frame pointed back into the chain
+    too_deep,     // more than kMaxFrames frames
+    corrupt,      // a frame failed validation (wrong type, outside its stack chunk)
     inconsistent, // read at a moment the thread's own state did not agree with itself
 };
 
