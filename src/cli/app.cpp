@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "spyglass/cli/options.hpp"
+#include "spyglass/cli/validate.hpp"
 
 #ifndef SPYGLASS_VERSION
 #define SPYGLASS_VERSION "0.0.0"
@@ -23,14 +24,12 @@ void setup_logging(int verbosity) {
 }
 
 void add_sampling_options(CLI::App* command, SamplingOptions& options) {
-    command->add_option("-p,--pid", options.pid, "PID of a running Python process to attach to")
-        ->check(CLI::PositiveNumber);
-    command->add_option("-r,--rate", options.rate, "Samples per second (default 100)")
-        ->check(CLI::Range(0.001, 100000.0));
-    command
-        ->add_option("-d,--duration", options.duration,
-                     "Seconds to sample (default: until Ctrl-C or the target exits)")
-        ->check(CLI::NonNegativeNumber);
+    check_pid(command->add_option("-p,--pid", options.pid,
+                                  "PID of a running Python process to attach to"));
+    check_rate(command->add_option("-r,--rate", options.rate, "Samples per second (default 100)"));
+    check_duration(command->add_option(
+        "-d,--duration", options.duration,
+        "Seconds to sample, or unlimited (default: until Ctrl-C or the target exits)"));
     command
         ->add_option("--mode", options.mode,
                      "wall: every thread every tick, running or waiting (default); cpu: only "
@@ -74,9 +73,8 @@ int run_cli(int argc, char** argv) {
     DumpOptions dump;
     CLI::App* dump_cmd = app.add_subcommand(
         "dump", "Print the Python stack of every thread of a running process, once");
-    dump_cmd->add_option("-p,--pid", dump.pid, "PID of the running Python process")
-        ->required()
-        ->check(CLI::PositiveNumber);
+    check_pid(dump_cmd->add_option("-p,--pid", dump.pid, "PID of the running Python process")
+                  ->required());
     dump_cmd->add_flag("-j,--json", dump.json, "Print JSON (one object per thread) for scripts");
     dump_cmd->add_flag("-l,--locals", dump.locals,
                        "Also print each frame's arguments and local variables");
@@ -106,8 +104,7 @@ int run_cli(int argc, char** argv) {
     CLI::App* top_cmd = app.add_subcommand(
         "top", "Live view of the functions a running process (or a command) spends its time in");
     add_sampling_options(top_cmd, top.sampling);
-    top_cmd->add_option("--delay", top.delay, "Seconds between refreshes (default 1)")
-        ->check(CLI::Range(0.1, 3600.0));
+    check_delay(top_cmd->add_option("--delay", top.delay, "Seconds between refreshes (default 1)"));
     top_cmd->add_flag("--once", top.once,
                       "No terminal UI: sample for --duration seconds (default 5), print the "
                       "table and exit");
@@ -124,8 +121,7 @@ int run_cli(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        app.exit(e);
-        return 2;
+        return report_parse_error(app, e);
     }
     setup_logging(verbosity);
     if (dump_cmd->parsed()) return run_dump(dump);
