@@ -3,6 +3,7 @@
 
 #include "spyglass/cli/options.hpp"
 #include "spyglass/output/dump.hpp"
+#include "spyglass/process/target_check.hpp"
 #include "spyglass/python/interpreter.hpp"
 #include "spyglass/sampling/snapshot.hpp"
 
@@ -12,6 +13,10 @@ int run_dump(const DumpOptions& options) {
     if (options.blocking && options.nonblocking) {
         print_error("--blocking and --nonblocking contradict each other");
         return 2;
+    }
+    if (auto checked = process::check_target_pid(options.pid); !checked) {
+        print_error(checked.error().message);
+        return checked.error().code == Errc::invalid_argument ? 2 : 1;
     }
     auto process = python::PythonProcess::attach(options.pid);
     if (!process) {
