@@ -1,4 +1,5 @@
 // spyglass record: sample for a while, then write a profile file.
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 
@@ -31,7 +32,7 @@ std::string default_output_path(output::Format format) {
 class StatusLine {
   public:
     StatusLine(double duration, double rate)
-        : duration_(duration), rate_(rate), tty_(::isatty(2) != 0) {}
+        : duration_(std::isinf(duration) ? 0 : duration), rate_(rate), tty_(::isatty(2) != 0) {}
     void update(const sampling::Progress& p) {
         if (!tty_) return;
         double elapsed = static_cast<double>(p.elapsed_ns) / 1e9;
@@ -39,11 +40,10 @@ class StatusLine {
                                          : fmt::format("{:.1f}s", elapsed);
         std::string text =
             p.waiting ? fmt::format("spyglass: {} waiting for a Python interpreter...", when)
-                      : fmt::format("spyglass: {}  {} samples  {:.1f} Hz (of {:g})  {} errors  "
-                                    "(Ctrl-C to stop)",
-                                    when, output::with_commas(p.samples),
-                                    elapsed > 0 ? static_cast<double>(p.ticks) / elapsed : 0.0,
-                                    rate_, output::with_commas(p.errors));
+                      : fmt::format("spyglass: {}  {}  {:.1f} Hz (of {:g})  {}  (Ctrl-C to stop)",
+                                    when, count_of(p.samples, "sample"),
+                                    achieved_rate(p.ticks, p.elapsed_ns, rate_), rate_,
+                                    count_of(p.errors, "error"));
         std::fprintf(stderr, "\r\033[K%s", text.c_str());
         shown_ = true;
     }
@@ -145,15 +145,15 @@ int run_record(const RecordOptions& options) {
     auto stream = out->begin_write();
     Result<void> written =
         stream ? writer->write(profile, *stream) : std::unexpected(stream.error());
-    if (written) written = out->commit();
+    written = out->finish(std::move(written));
     if (!written) {
         print_error(written.error().message);
         finish(*started);
         return 1;
     }
 
-    double seconds = static_cast<double>(result.totals.elapsed_ns) / 1e9;
-    double achieved = seconds > 0 ? static_cast<double>(result.totals.ticks) / seconds : 0;
+    double achieved =
+        achieved_rate(result.totals.ticks, result.totals.elapsed_ns, options.sampling.rate);
     double error_share = result.totals.samples > 0
                              ? 100.0 * static_cast<double>(result.totals.errors) /
                                    static_cast<double>(result.totals.samples)
@@ -165,14 +165,14 @@ int run_record(const RecordOptions& options) {
                                      : "the target exited; ";
     if (std::string warning = pause_failure_warning(result.pauses); !warning.empty())
         std::fprintf(stderr, "spyglass: warning: %s\n", warning.c_str());
-    std::fprintf(
-        stderr,
-        "spyglass: %s%s in %.1f s at %.1f Hz (asked %g), %s, %s (%.2f%%)%s; wrote %s to %s\n",
-        ending.c_str(), count_of(aggregator.kept_samples(), "sample").c_str(), seconds, achieved,
-        options.sampling.rate, count_of(result.totals.late_ticks, "late tick").c_str(),
-        count_of(result.totals.errors, "sampling error").c_str(), error_share,
-        pause_summary(result.pauses).c_str(), output::format_name(format),
-        out->path() == "-" ? "standard output" : out->path().c_str());
+    std::fprintf(stderr,
+                 "spyglass: %s%s in %s s at %s Hz (asked %g), %s, %s (%.2f%%)%s; wrote %s to %s\n",
+                 ending.c_str(), count_of(aggregator.kept_samples(), "sample").c_str(),
+                 seconds_text(result.totals.elapsed_ns).c_str(), rate_text(achieved).c_str(),
+                 options.sampling.rate, count_of(result.totals.late_ticks, "late tick").c_str(),
+                 count_of(result.totals.errors, "sampling error").c_str(), error_share,
+                 pause_summary(result.pauses).c_str(), output::format_name(format),
+                 out->path() == "-" ? "standard output" : out->path().c_str());
     return finish(*started);
 }
 

@@ -1,5 +1,7 @@
 #include "spyglass/cli/summary.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "spyglass/output/writer.hpp"
@@ -20,6 +22,22 @@ std::string count_of(std::uint64_t n, std::string_view singular, std::string_vie
                            ? std::string(singular)
                            : (plural.empty() ? std::string(singular) + "s" : std::string(plural));
     return output::with_commas(n) + " " + noun;
+}
+
+double achieved_rate(std::uint64_t ticks, std::uint64_t elapsed_ns, double rate_hz) {
+    if (ticks == 0 || !(rate_hz > 0)) return 0;
+    double seconds = static_cast<double>(elapsed_ns) / 1e9;
+    double covered = static_cast<double>(ticks) / rate_hz; // the ticks' whole periods
+    return static_cast<double>(ticks) / std::max(seconds, covered);
+}
+
+std::string rate_text(double hz) {
+    if (hz == 0 || hz >= 0.95) return fmt::format("{:.1f}", hz);
+    return fmt::format("{:.2g}", hz);
+}
+
+std::string seconds_text(std::uint64_t ns) {
+    return rate_text(static_cast<double>(ns) / 1e9);
 }
 
 std::string pause_summary(const sampling::PauseStats& pauses) {

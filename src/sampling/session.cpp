@@ -207,7 +207,9 @@ SessionResult Session::run(SampleSink& sink, const std::atomic<int>& stop,
         }
         std::uint64_t deadline = start + tick * period;
         if (options_.jitter && tick > 0) deadline += static_cast<std::uint64_t>(jitter(random));
-        if (!sleep_until(deadline, stop)) continue;
+        // A duration ends at its end, not at the first tick past it (-r 0.2 -d 2 is 2 s).
+        if (!sleep_until(duration != 0 ? std::min(deadline, start + duration) : deadline, stop))
+            continue;
         std::uint64_t now = monotonic_ns();
         if (now > deadline + period) {
             // Missed whole ticks: skip them, and say so in the summary.
@@ -276,11 +278,11 @@ SessionResult Session::run(SampleSink& sink, const std::atomic<int>& stop,
             next_progress = now + kProgressIntervalNs;
         }
     }
-    // The recording covers whole periods: the last tick's period counts in full.
+    // The recording's real length: its duration, else until it stopped or the targets exited.
     if (result.end == SessionEnd::duration)
         totals.elapsed_ns = duration;
     else
-        totals.elapsed_ns = totals.ticks == 0 ? 0 : totals.elapsed_ns + period;
+        totals.elapsed_ns = monotonic_ns() - start;
     for (const auto& sampler : samplers_)
         retire(*sampler, result);
     result.pids = pids_;
