@@ -1,6 +1,7 @@
 #include "spyglass/cli/summary.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -32,8 +33,14 @@ double achieved_rate(std::uint64_t ticks, std::uint64_t elapsed_ns, double rate_
 }
 
 std::string rate_text(double hz) {
-    if (hz == 0 || hz >= 0.95) return fmt::format("{:.1f}", hz);
-    return fmt::format("{:.2g}", hz);
+    if (!(hz > 0) || hz >= 0.95) return fmt::format("{:.1f}", hz);
+    // Two significant digits, in fixed notation, without trailing zeros: 0.05, 0.0001.
+    int decimals = std::min(9, static_cast<int>(std::floor(-std::log10(hz))) + 2);
+    std::string text = fmt::format("{:.{}f}", hz, decimals);
+    while (text.back() == '0')
+        text.pop_back();
+    if (text.back() == '.') text.pop_back();
+    return text;
 }
 
 std::string seconds_text(std::uint64_t ns) {

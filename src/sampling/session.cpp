@@ -218,7 +218,7 @@ SessionResult Session::run(SampleSink& sink, const std::atomic<int>& stop,
             tick += missed;
         }
         std::uint64_t elapsed = now - start;
-        if (duration != 0 && elapsed >= duration) {
+        if (duration != 0 && elapsed >= duration && tick > 0) { // tick 0 is always taken
             result.end = SessionEnd::duration;
             break;
         }
