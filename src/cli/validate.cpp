@@ -9,7 +9,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include "spyglass/cli/options.hpp"
 
 namespace spyglass::cli {
 
@@ -133,7 +132,7 @@ int report_parse_error(const CLI::App& app, const CLI::ParseError& error) {
     auto parsed = app.get_subcommands();
     std::string help =
         parsed.empty() ? "spyglass --help" : "spyglass " + parsed.front()->get_name() + " --help";
-    print_error(fmt::format("{} (see {})", message, help));
+    std::fprintf(stderr, "spyglass: error: %s (see %s)\n", message.c_str(), help.c_str());
     return 2;
 }
 
