@@ -9,7 +9,6 @@
 
 #include <CLI/CLI.hpp>
 
-
 namespace spyglass::cli {
 
 namespace {
