@@ -39,10 +39,14 @@ def any_python():
 
 
 def installed_pythons():
-    """[(label, path)] of every installed interpreter (the missing ones are printed)."""
+    """[(label, path)] of every installed interpreter (in SPYGLASS_TEST_VERSIONS when set; the
+    others are printed)."""
     found = []
+    selected = harness.selected_versions()
     for label in harness.EXPECTED:
         path, reason = harness.find_interpreter(label)
+        if selected is not None and label not in selected:
+            path, reason = None, "not in SPYGLASS_TEST_VERSIONS"
         if path:
             found.append((label, path))
         else:
