@@ -147,7 +147,10 @@ Result<OutputFile> OutputFile::open(const std::string& path) {
     if (file.fd_ < 0) {
         int err = errno;
         file.temporary_.clear();
-        return cannot(err);
+        if (err == ENOENT) return cannot(err);
+        return cannot(err, fmt::format("cannot create a file in {} (the profile is written beside "
+                                       "its destination, then renamed over it): ",
+                                       directory_of(file.destination_)));
     }
     set_abort_cleanup(file.temporary_, file.outcome());
     if (exists) {

@@ -54,8 +54,11 @@ std::optional<pid_t> parse_tgid(std::string_view status) {
 Result<TargetCheck> check_target_pid(pid_t pid) {
     std::string base = "/proc/" + std::to_string(pid);
     auto stat_text = read_small_file(base + "/stat");
-    if (!stat_text || stat_text->empty())
+    if (!stat_text || stat_text->empty()) {
+        // Hidden from us (hidepid) but there: attaching will say what is refused.
+        if (process_exists(pid)) return TargetCheck{};
         return fail(Errc::process_gone, "no process with PID {}", pid);
+    }
     auto stat = parse_stat(*stat_text);
     if (!stat) return fail(Errc::corrupt, "cannot parse {}/stat", base);
     auto flags = parse_stat_flags(*stat_text);
