@@ -4,6 +4,9 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "spyglass/cli/options.hpp"
+#include "spyglass/cli/validate.hpp"
+
 #ifndef SPYGLASS_VERSION
 #define SPYGLASS_VERSION "0.0.0"
 #endif
@@ -24,11 +27,6 @@ void setup_logging(int verbosity) {
 }
 
 // py-spy's -d unlimited: the same as no --duration.
-std::string unlimited_is_zero(std::string& value) {
-    if (value == "unlimited") value = "0";
-    return {};
-}
-
 void add_native_flags(CLI::App* command, bool& native, bool& native_all) {
     command->add_flag("-n,--native", native,
                       "Also native (C/C++) frames, merged with the Python ones: a blocked "
@@ -40,18 +38,12 @@ void add_native_flags(CLI::App* command, bool& native, bool& native_all) {
 }
 
 void add_sampling_options(CLI::App* command, SamplingOptions& options) {
-    command->add_option("-p,--pid", options.pid, "PID of a running Python process to attach to")
-        ->type_name("PID")
-        ->check(CLI::PositiveNumber);
-    command->add_option("-r,--rate", options.rate, "Samples per second (default 100)")
-        ->type_name("HZ")
-        ->check(CLI::Range(0.001, 100000.0));
-    command
-        ->add_option("-d,--duration", options.duration,
-                     "Seconds to sample, or unlimited (default: until Ctrl-C or the target exits)")
-        ->type_name("SECONDS")
-        ->transform(CLI::Validator(unlimited_is_zero, ""))
-        ->check(CLI::NonNegativeNumber);
+    check_pid(command->add_option("-p,--pid", options.pid,
+                                  "PID of a running Python process to attach to"));
+    check_rate(command->add_option("-r,--rate", options.rate, "Samples per second (default 100)"));
+    check_duration(command->add_option(
+        "-d,--duration", options.duration,
+        "Seconds to sample, or unlimited (default: until Ctrl-C or the target exits)"));
     command
         ->add_option("--mode", options.mode,
                      "wall: every thread every tick, running or waiting (default); cpu: only "
@@ -155,9 +147,7 @@ std::unique_ptr<CLI::App> make_app(CommandLine& parsed) {
     CLI::App* top_cmd = app->add_subcommand(
         "top", "Live view of the functions a running process (or a command) spends its time in");
     add_sampling_options(top_cmd, top.sampling);
-    top_cmd->add_option("--delay", top.delay, "Seconds between refreshes (default 1)")
-        ->type_name("SECONDS")
-        ->check(CLI::Range(0.1, 3600.0));
+    check_delay(top_cmd->add_option("--delay", top.delay, "Seconds between refreshes (default 1)"));
     top_cmd->add_flag("--once", top.once,
                       "No terminal UI: sample for --duration seconds (default 5), print the "
                       "table and exit");
@@ -192,8 +182,7 @@ int run_cli(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app->exit(e);
     } catch (const CLI::ParseError& e) {
-        app->exit(e);
-        return 2;
+        return report_parse_error(*app, e);
     }
     auto parsed_command = [&](const char* name) { return app->get_subcommand(name)->parsed(); };
     std::string conflict;

@@ -7,6 +7,7 @@
 #include "spyglass/cli/options.hpp"
 #include "spyglass/output/dump.hpp"
 #include "spyglass/process/procfs.hpp"
+#include "spyglass/process/target_check.hpp"
 #include "spyglass/python/interpreter.hpp"
 #include "spyglass/sampling/snapshot.hpp"
 
@@ -46,6 +47,10 @@ Result<std::string> dump_process(pid_t pid, const DumpOptions& options) {
 } // namespace
 
 int run_dump(const DumpOptions& options) {
+    if (auto checked = process::check_target_pid(options.pid); !checked) {
+        print_error(checked.error().message);
+        return checked.error().code == Errc::invalid_argument ? 2 : 1;
+    }
     auto text = dump_process(options.pid, options);
     if (!text) {
         print_error(text.error().message);

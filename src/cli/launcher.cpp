@@ -1,7 +1,13 @@
 #include "spyglass/cli/launcher.hpp"
 
+#include <algorithm>
+#include <cmath>
+
+#include <spdlog/spdlog.h>
+
 #include "spyglass/cli/signals.hpp"
 #include "spyglass/process/procfs.hpp"
+#include "spyglass/process/target_check.hpp"
 
 namespace spyglass::cli {
 
@@ -13,13 +19,18 @@ Result<Started> start_session(const SamplingOptions& options, model::FrameTable&
             "give either --pid PID or a command after --, e.g. spyglass record -- python3 app.py");
     if (!(options.rate > 0) || options.rate > 100000)
         return fail(Errc::invalid_argument, "--rate must be between 0 and 100000 Hz");
-    if (options.duration < 0) return fail(Errc::invalid_argument, "--duration cannot be negative");
+    if (!(options.duration >= 0))
+        return fail(Errc::invalid_argument, "--duration cannot be negative");
     if (options.mode != "wall" && options.mode != "cpu")
         return fail(Errc::invalid_argument, "--mode must be wall or cpu, not {}", options.mode);
 
     sampling::SessionOptions session_options;
     session_options.rate_hz = options.rate;
-    session_options.duration_s = options.duration;
+    // Unlimited (infinity) is the session's 0; a positive duration never rounds to 0 ns.
+    session_options.duration_s =
+        std::isinf(options.duration)
+            ? 0
+            : (options.duration > 0 ? std::max(options.duration, 1e-9) : 0);
     session_options.jitter = options.jitter;
     session_options.subprocesses = options.subprocesses;
     session_options.sampler.filter.mode =
@@ -40,6 +51,12 @@ Result<Started> start_session(const SamplingOptions& options, model::FrameTable&
     started.command = session_options.command;
     started.session = std::make_unique<sampling::Session>(frames, stacks, session_options);
     if (options.pid != 0) {
+        auto checked = process::check_target_pid(options.pid);
+        if (!checked) return std::unexpected(checked.error());
+        if (checked->stopped())
+            spdlog::warn("process {} is stopped (state {}): its threads are sampled as they are, "
+                         "waiting, until it is continued (kill -CONT {})",
+                         options.pid, checked->state, options.pid);
         if (auto attached = started.session->attach(options.pid); !attached) {
             // py-spy's delayed_launch.sh: --subprocesses on a shell that starts Python later.
             if (!(options.subprocesses && attached.error().code == Errc::not_python))

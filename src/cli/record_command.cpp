@@ -1,4 +1,5 @@
 // spyglass record: sample for a while, then write a profile file.
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 
@@ -103,15 +104,14 @@ int run_record(const RecordOptions& options) {
     auto stream = out->begin_write();
     Result<void> written =
         stream ? writer->write(profile, *stream) : std::unexpected(stream.error());
-    if (written) written = out->commit();
+    written = out->finish(std::move(written));
     if (!written) {
         print_error(written.error().message);
         finish(*started);
         return 1;
     }
 
-    double seconds = static_cast<double>(result.elapsed_ns) / 1e9;
-    double achieved = seconds > 0 ? static_cast<double>(result.ticks) / seconds : 0;
+    double achieved = achieved_rate(result.ticks, result.elapsed_ns, options.sampling.rate);
     double error_share = result.samples > 0 ? 100.0 * static_cast<double>(result.errors) /
                                                   static_cast<double>(result.samples)
                                             : 0;
@@ -123,14 +123,14 @@ int run_record(const RecordOptions& options) {
     for (const std::string& warning :
          {pause_failure_warning(result.pauses), dropped_warning(result)})
         if (!warning.empty()) std::fprintf(stderr, "spyglass: warning: %s\n", warning.c_str());
-    std::fprintf(
-        stderr,
-        "spyglass: %s%s in %.1f s at %.1f Hz (asked %g), %s, %s (%.2f%%)%s; wrote %s to %s\n",
-        ending.c_str(), count_of(aggregator.kept_samples(), "sample").c_str(), seconds, achieved,
-        options.sampling.rate, count_of(result.late_ticks, "late tick").c_str(),
-        count_of(result.errors, "sampling error").c_str(), error_share,
-        pause_summary(result.pauses).c_str(), output::format_name(format),
-        out->path() == "-" ? "standard output" : out->path().c_str());
+    std::fprintf(stderr,
+                 "spyglass: %s%s in %s s at %s Hz (asked %g), %s, %s (%.2f%%)%s; wrote %s to %s\n",
+                 ending.c_str(), count_of(aggregator.kept_samples(), "sample").c_str(),
+                 seconds_text(result.elapsed_ns).c_str(), rate_text(achieved).c_str(),
+                 options.sampling.rate, count_of(result.late_ticks, "late tick").c_str(),
+                 count_of(result.errors, "sampling error").c_str(), error_share,
+                 pause_summary(result.pauses).c_str(), output::format_name(format),
+                 out->path() == "-" ? "standard output" : out->path().c_str());
     return finish(*started);
 }
 

@@ -1,5 +1,8 @@
 #include "spyglass/cli/summary.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "spyglass/output/writer.hpp"
@@ -20,6 +23,28 @@ std::string count_of(std::uint64_t n, std::string_view singular, std::string_vie
                            ? std::string(singular)
                            : (plural.empty() ? std::string(singular) + "s" : std::string(plural));
     return output::with_commas(n) + " " + noun;
+}
+
+double achieved_rate(std::uint64_t ticks, std::uint64_t elapsed_ns, double rate_hz) {
+    if (ticks == 0 || !(rate_hz > 0)) return 0;
+    double seconds = static_cast<double>(elapsed_ns) / 1e9;
+    double covered = static_cast<double>(ticks) / rate_hz; // the ticks' whole periods
+    return static_cast<double>(ticks) / std::max(seconds, covered);
+}
+
+std::string rate_text(double hz) {
+    if (!(hz > 0) || hz >= 0.95) return fmt::format("{:.1f}", hz);
+    // Two significant digits, in fixed notation, without trailing zeros: 0.05, 0.0001.
+    int decimals = std::min(9, static_cast<int>(std::floor(-std::log10(hz))) + 2);
+    std::string text = fmt::format("{:.{}f}", hz, decimals);
+    while (text.back() == '0')
+        text.pop_back();
+    if (text.back() == '.') text.pop_back();
+    return text;
+}
+
+std::string seconds_text(std::uint64_t ns) {
+    return rate_text(static_cast<double>(ns) / 1e9);
 }
 
 std::string pause_summary(const model::PauseSummary& pauses) {

@@ -232,8 +232,9 @@ std::string subtitle(const model::Profile& profile, std::uint64_t total, std::ui
     const model::RecordingInfo& info = profile.info;
     const model::RecordingTotals& totals = profile.totals;
     std::string text =
-        fmt::format("{} samples \u00b7 {:.2f} s at {} Hz \u00b7 {:.1f}% on-CPU \u00b7 {} mode{}",
-                    group_digits(total), static_cast<double>(totals.elapsed_ns) / 1e9, info.rate_hz,
+        fmt::format("{} {} \u00b7 {:.2f} s at {} Hz \u00b7 {:.1f}% on-CPU \u00b7 {} mode{}",
+                    group_digits(total), total == 1 ? "sample" : "samples",
+                    static_cast<double>(totals.elapsed_ns) / 1e9, info.rate_hz,
                     percent(on_cpu, total), info.mode == model::SampleMode::cpu ? "cpu" : "wall",
                     info.gil_only ? " (GIL holders only)" : "");
     if (!totals.python_version.empty()) text += " \u00b7 Python " + totals.python_version;
@@ -259,8 +260,9 @@ void append_title(std::string& out, const DisplayFrames::Entry& frame, const Box
     }
     std::uint64_t off = node.total - node.on_cpu;
     fmt::format_to(std::back_inserter(out),
-                   "\n{} samples, {:.2f}% of total\non-CPU {} ({:.1f}%), waiting {} ({:.1f}%)",
-                   group_digits(node.total), percent(node.total, total), group_digits(node.on_cpu),
+                   "\n{} {}, {:.2f}% of total\non-CPU {} ({:.1f}%), waiting {} ({:.1f}%)",
+                   group_digits(node.total), node.total == 1 ? "sample" : "samples",
+                   percent(node.total, total), group_digits(node.on_cpu),
                    percent(node.on_cpu, node.total), group_digits(off), percent(off, node.total));
 }
 

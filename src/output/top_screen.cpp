@@ -193,10 +193,15 @@ std::vector<std::string> top_header(const TopTable& table, const TopTarget& targ
     lines.push_back(std::move(line));
 
     double seconds = static_cast<double>(stats.elapsed_ns) / 1e9;
-    std::string rate = stats.session_ns == 0
-                           ? std::string("-")
-                           : fmt::format("{:.1f}", static_cast<double>(stats.session_ticks) * 1e9 /
-                                                       static_cast<double>(stats.session_ns));
+    // Each tick covers its whole period: never more than asked (-r 0.2 -d 2, -d 0.0001).
+    double covered_ns =
+        target.rate_hz > 0 ? static_cast<double>(stats.session_ticks) * 1e9 / target.rate_hz : 0;
+    std::string rate =
+        stats.session_ns == 0
+            ? std::string("-")
+            : fmt::format("{:.1f}",
+                          static_cast<double>(stats.session_ticks) * 1e9 /
+                              std::max(static_cast<double>(stats.session_ns), covered_ns));
     std::string errors = with_commas(stats.errors);
     if (stats.errors > 0) errors += fmt::format(" ({})", percent(stats.errors, stats.samples));
     lines.push_back(fmt::format("{} {:.1f}s  Samples {}  Rate {} Hz (asked {:g})  Errors {}  "

@@ -363,7 +363,7 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
             continue;
         }
         now = monotonic_ns();
-        if (last_sleep || (end != 0 && now >= end)) {
+        if (last_sleep || (end != 0 && now >= end && tick > 0)) { // tick 0 is always taken
             now = std::min(now, end);
             totals.end = model::RecordingEnd::duration;
             break;

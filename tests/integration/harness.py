@@ -50,11 +50,29 @@ def find_interpreter(label):
         label, root, label, label)
 
 
+def selected_versions():
+    """SPYGLASS_TEST_VERSIONS=3.8,3.12 restricts the per-version tests (scripts/test uses it for
+    the slower ASan/UBSan runs); unset: every expected interpreter."""
+    wanted = os.environ.get("SPYGLASS_TEST_VERSIONS", "").strip()
+    if not wanted:
+        return None
+    labels = [w.strip() for w in wanted.split(",") if w.strip()]
+    unknown = [w for w in labels if w not in EXPECTED]
+    if unknown:
+        raise ValueError("SPYGLASS_TEST_VERSIONS names unknown versions %s (known: %s)"
+                         % (", ".join(unknown), ", ".join(EXPECTED)))
+    return labels
+
+
 def interpreter_tests(base, module_globals):
     """Makes one TestCase class per expected interpreter from `base` (which has no test_ in
-    its name), each with `python` and `label` set; missing ones skip with their reason."""
+    its name), each with `python` and `label` set; missing ones skip with their reason, and so
+    do versions left out by SPYGLASS_TEST_VERSIONS."""
+    selected = selected_versions()
     for label in EXPECTED:
         path, reason = find_interpreter(label)
+        if selected is not None and label not in selected:
+            path, reason = None, "not in SPYGLASS_TEST_VERSIONS=%s" % ",".join(selected)
         name = "%s_%s" % (base.__name__, label.replace(".", "_").replace("-", "_"))
         attrs = {"python": path, "label": label, "skip_reason": reason}
         module_globals[name] = type(name, (base, unittest.TestCase), attrs)

@@ -1,5 +1,15 @@
 // The output file of a recording, opened before anything is attached so that an unwritable
 // path is reported before the recording starts, not after it.
+//
+// A regular file (new or existing) is written to a temporary file beside it,
+// `<dir>/.<name>.spyglass-<pid>.tmp`, and renamed over it only once the whole profile is written
+// and synced: an old file is never damaged, a partial profile never sits under the real name
+// (a SIGKILLed spyglass leaves at most the temporary file). Through a symbolic link, the file
+// the link points to is replaced and the link stays. What rename cannot replace is written
+// directly: a FIFO (opened without blocking: "no reader on FIFO X" when nobody reads it), a
+// character device (/dev/null; /dev/full is probed with one byte), a descriptor path
+// (/dev/stdout, /dev/fd/N, /proc/self/fd/N), and "-", standard output. docs/reliability.md
+// says what each fault does to each kind.
 #pragma once
 
 #include <cstdio>
@@ -11,25 +21,38 @@ namespace spyglass::cli {
 
 class OutputFile {
   public:
-    // "-" is standard output. The file is created if missing but not truncated yet.
+    // "-" is standard output. Probes what can be probed: the directory takes a new file, the
+    // disk has room for a byte, a FIFO has a reader, /dev/full is full.
     static Result<OutputFile> open(const std::string& path);
     OutputFile(OutputFile&& other) noexcept;
     OutputFile& operator=(OutputFile&&) = delete;
-    ~OutputFile(); // removes a file it created if commit() was never called
+    ~OutputFile(); // removes the temporary file if commit() was never called
 
-    // Empties the file and returns a stream positioned at its start.
+    // A stream for the profile, from its start.
     Result<std::FILE*> begin_write();
-    // Flushes and closes; fails on a write error (disk full).
+    // Flushes, syncs and closes; renames the temporary file into place.
     Result<void> commit();
+    // commit() if `written` succeeded; else removes the temporary file. On failure the message
+    // says what became of the destination ("prof.svg is unchanged").
+    Result<void> finish(Result<void> written);
     [[nodiscard]] const std::string& path() const noexcept { return path_; }
 
   private:
+    enum class Kind : std::uint8_t { temporary, direct, standard_output };
     OutputFile() = default;
-    std::string path_;
+    void discard() noexcept;
+    [[nodiscard]] std::string shown() const;   // the path for messages
+    [[nodiscard]] std::string outcome() const; // what a failure or abort left at the path
+
+    std::string path_;        // as given
+    std::string destination_; // what is replaced: symbolic links followed
+    std::string temporary_;   // Kind::temporary: the file being written
+    int fd_ = -1;
     std::FILE* stream_ = nullptr;
-    bool created_ = false;
+    Kind kind_ = Kind::temporary;
+    bool existed_ = false; // the destination was a file before
+    bool started_ = false; // begin_write() was called (a direct output got bytes)
     bool committed_ = false;
-    bool is_stdout_ = false;
 };
 
 } // namespace spyglass::cli

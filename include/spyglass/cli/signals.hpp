@@ -1,9 +1,12 @@
 // Ctrl-C and SIGTERM during a recording: the first stops it (and the output is written), a
-// second Ctrl-C aborts at once. A launched child is sent SIGTERM when spyglass gets one, and
-// SIGINT when someone other than the terminal sent it (the terminal already told the child).
+// second one (either signal) aborts at once: it removes the output's temporary file, says on
+// stderr what became of the output, and exits with 128 + the signal's number (130 for Ctrl-C).
+// A launched child is sent SIGTERM when spyglass gets one, and SIGINT when someone other than
+// the terminal sent it (the terminal already told the child).
 #pragma once
 
 #include <atomic>
+#include <string_view>
 
 #include <sys/types.h>
 
@@ -15,5 +18,12 @@ const std::atomic<int>& install_stop_handlers();
 void set_forward_target(pid_t pid);
 // Ignore SIGPIPE: a closed output pipe is an I/O error, not a reason to die.
 void ignore_sigpipe();
+
+// What an abort does about the output: removes `remove_path` (a temporary file; empty: none)
+// and ends its message with `outcome` ("nothing was written to prof.svg"). Copied: the
+// arguments need not outlive the call. Longer texts are cut.
+void set_abort_cleanup(std::string_view remove_path, std::string_view outcome);
+// Nothing to remove, nothing to say about an output.
+void clear_abort_cleanup();
 
 } // namespace spyglass::cli

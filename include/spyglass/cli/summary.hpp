@@ -12,6 +12,16 @@ namespace spyglass::cli {
 // "1 late tick", "2,345 late ticks": `plural` defaults to `singular` + "s".
 std::string count_of(std::uint64_t n, std::string_view singular, std::string_view plural = {});
 
+// The achieved sampling rate: ticks per second of the recording, never more than asked. A
+// recording shorter than its ticks' periods (-d 0.0001, or -r 0.05 stopped after 3 s) counts
+// each tick as its whole period: one tick in 0.1 ms at 100 Hz is 100 Hz, not 10,000.
+double achieved_rate(std::uint64_t ticks, std::uint64_t elapsed_ns, double rate_hz);
+
+// A rate or a length of time for the summary: one decimal ("99.7", "2.0"), but the
+// significant digits of small ones ("0.05" Hz, "0.0001" s) rather than "0.0".
+std::string rate_text(double hz);
+std::string seconds_text(std::uint64_t ns);
+
 // "" when nothing was paused; else "; 12 pauses (p50 21 µs, p99 80 µs, max 0.3 ms)".
 std::string pause_summary(const model::PauseSummary& pauses);
 

@@ -1,0 +1,173 @@
+// The command line's input: option values in words (validate.cpp), the summary's rate and time
+// (summary.cpp), and what a --pid names (target_check.cpp), from texts /proc could give.
+#include <cmath>
+
+#include <CLI/CLI.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "spyglass/cli/summary.hpp"
+#include "spyglass/cli/validate.hpp"
+#include "spyglass/process/target_check.hpp"
+
+namespace {
+
+using namespace spyglass;
+using ::testing::HasSubstr;
+
+TEST(Validate, PidIsAPositiveInteger) {
+    EXPECT_EQ(cli::parse_pid("1234").value(), 1234);
+    EXPECT_EQ(cli::parse_pid("+7").value(), 7);
+    for (const char* bad : {"abc", "", "0", "-1", "12x", "1.5", "2147483648", "99999999999"}) {
+        auto pid = cli::parse_pid(bad);
+        ASSERT_FALSE(pid) << bad;
+        EXPECT_EQ(pid.error().message,
+                  fmt::format("--pid must be a process id (a positive integer), not '{}'", bad));
+    }
+}
+
+TEST(Validate, DurationIsPositiveSecondsOrUnlimited) {
+    EXPECT_DOUBLE_EQ(cli::parse_duration("2").value(), 2);
+    EXPECT_DOUBLE_EQ(cli::parse_duration("0.0001").value(), 0.0001);
+    EXPECT_TRUE(std::isinf(cli::parse_duration("unlimited").value()));
+    EXPECT_TRUE(std::isinf(cli::parse_duration("Unlimited").value()));
+    for (const char* bad : {"-1", "0", "nan", "NaN", "inf", "-inf", "infinity", "abc", "", "1s"}) {
+        auto duration = cli::parse_duration(bad);
+        ASSERT_FALSE(duration) << bad;
+        EXPECT_THAT(duration.error().message,
+                    HasSubstr("--duration must be a number of seconds > 0, or 'unlimited'"));
+    }
+    auto huge = cli::parse_duration("1e300");
+    ASSERT_FALSE(huge);
+    EXPECT_THAT(huge.error().message, HasSubstr("is too long: at most 1000000000 seconds"));
+}
+
+TEST(Validate, RateAndDelayHaveTheirRange) {
+    EXPECT_DOUBLE_EQ(cli::parse_rate("0.05").value(), 0.05);
+    EXPECT_DOUBLE_EQ(cli::parse_rate("100000").value(), 100000);
+    for (const char* bad : {"0", "-5", "nan", "inf", "100001", "0.0001", "fast"}) {
+        auto rate = cli::parse_rate(bad);
+        ASSERT_FALSE(rate) << bad;
+        EXPECT_EQ(rate.error().message,
+                  fmt::format("--rate must be a number of samples per second from 0.001 to "
+                              "100000, not '{}'",
+                              bad));
+    }
+    EXPECT_DOUBLE_EQ(cli::parse_delay("0.5").value(), 0.5);
+    EXPECT_FALSE(cli::parse_delay("0"));
+    EXPECT_FALSE(cli::parse_delay("nan"));
+    EXPECT_FALSE(cli::parse_delay("7200"));
+}
+
+TEST(Validate, LongValuesAreCutInTheMessage) {
+    std::string long_value(200, '9');
+    auto pid = cli::parse_pid(long_value);
+    ASSERT_FALSE(pid);
+    EXPECT_LT(pid.error().message.size(), 120u);
+    EXPECT_THAT(pid.error().message, HasSubstr("...'"));
+}
+
+// Through CLI11 as app.cpp wires it: the message names the option once, on one line.
+std::string parse_error_of(std::vector<std::string> args) {
+    CLI::App app{"test", "spyglass"};
+    CLI::App* record = app.add_subcommand("record", "");
+    int pid = 0;
+    double duration = 0;
+    cli::check_pid(record->add_option("-p,--pid", pid, ""));
+    cli::check_duration(record->add_option("-d,--duration", duration, ""));
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    try {
+        app.parse(reversed);
+    } catch (const CLI::ParseError& error) {
+        testing::internal::CaptureStderr();
+        EXPECT_EQ(cli::report_parse_error(app, error), 2);
+        return testing::internal::GetCapturedStderr();
+    }
+    if (std::isinf(duration)) return "unlimited";
+    return fmt::format("pid {} duration {}", pid, duration);
+}
+
+TEST(Validate, ThroughCli11) {
+    EXPECT_EQ(parse_error_of({"record", "--pid", "abc"}),
+              "spyglass: error: --pid must be a process id (a positive integer), not 'abc' "
+              "(see spyglass record --help)\n");
+    EXPECT_EQ(parse_error_of({"record", "-d", "-1"}),
+              "spyglass: error: --duration must be a number of seconds > 0, or 'unlimited', not "
+              "'-1' (see spyglass record --help)\n");
+    EXPECT_EQ(parse_error_of({"record", "-d", "unlimited"}), "unlimited");
+    EXPECT_EQ(parse_error_of({"record", "-p", "12", "-d", "1.5"}), "pid 12 duration 1.5");
+    std::string unknown = parse_error_of({"record", "--bogus"});
+    EXPECT_THAT(unknown, HasSubstr("spyglass: error: "));
+    EXPECT_EQ(std::count(unknown.begin(), unknown.end(), '\n'), 1) << unknown;
+}
+
+TEST(Summary, AchievedRateNeverMoreThanAsked) {
+    // The figures: -r 0.2 -d 2 (one tick in 2 s), -d 0.0001 at 100 Hz (one tick in
+    // 0.1 ms), SIGINT 3 s into -r 0.05 (one tick).
+    EXPECT_DOUBLE_EQ(cli::achieved_rate(1, 2'000'000'000, 0.2), 0.2);
+    EXPECT_DOUBLE_EQ(cli::achieved_rate(1, 100'000, 100), 100);
+    EXPECT_DOUBLE_EQ(cli::achieved_rate(1, 3'000'000'000, 0.05), 0.05);
+    // Late ticks: the real rate.
+    EXPECT_DOUBLE_EQ(cli::achieved_rate(800, 1'000'000'000, 1000), 800);
+    EXPECT_DOUBLE_EQ(cli::achieved_rate(3000, 30'000'000'000, 100), 100);
+    EXPECT_EQ(cli::achieved_rate(0, 0, 100), 0);
+}
+
+TEST(Summary, SmallRatesAndTimesKeepTheirDigits) {
+    EXPECT_EQ(cli::rate_text(100), "100.0");
+    EXPECT_EQ(cli::rate_text(99.74), "99.7");
+    EXPECT_EQ(cli::rate_text(0.05), "0.05");
+    EXPECT_EQ(cli::rate_text(0.2), "0.2");
+    EXPECT_EQ(cli::rate_text(0), "0.0");
+    EXPECT_EQ(cli::seconds_text(2'000'000'000), "2.0");
+    EXPECT_EQ(cli::seconds_text(100'000), "0.0001");
+    EXPECT_EQ(cli::seconds_text(10'000), "0.00001");
+}
+
+TEST(Summary, Plurals) {
+    EXPECT_EQ(cli::count_of(1, "late tick"), "1 late tick");
+    EXPECT_EQ(cli::count_of(2, "sampling error"), "2 sampling errors");
+    EXPECT_EQ(cli::count_of(1234, "sample"), "1,234 samples");
+}
+
+constexpr const char* kKthreaddStat =
+    "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0 18446744073709551615 0 0 "
+    "0 0 0 0 0 2147483647 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+constexpr const char* kPythonStat =
+    "4242 (python3 (x) y) R 1 4242 4242 34816 4242 4194304 2000 0 0 0 50 3 0 0 20 0 3 0 700 0 0 "
+    "18446744073709551615 1 1 0 0 0 0 0 16781312 2 0 0 0 17 1 0 0 0 0 0\n";
+
+TEST(TargetCheck, KernelThreadFlag) {
+    auto kthread = process::parse_stat_flags(kKthreaddStat);
+    ASSERT_TRUE(kthread);
+    EXPECT_NE(*kthread & process::kKernelThreadFlag, 0u);
+    auto python = process::parse_stat_flags(kPythonStat); // a name with ')' and spaces
+    ASSERT_TRUE(python);
+    EXPECT_EQ(*python, 4194304u);
+    EXPECT_EQ(*python & process::kKernelThreadFlag, 0u);
+    EXPECT_FALSE(process::parse_stat_flags("1 (x) S 0"));
+    EXPECT_FALSE(process::parse_stat_flags("garbage"));
+}
+
+TEST(TargetCheck, Tgid) {
+    EXPECT_EQ(
+        process::parse_tgid("Name:\tpython3\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t4242\n"
+                            "Ngid:\t0\nPid:\t4243\n"),
+        4242);
+    EXPECT_EQ(process::parse_tgid("Tgid:\t7\n"), 7);
+    EXPECT_FALSE(process::parse_tgid("Name:\tx\nPid:\t3\n"));
+    EXPECT_FALSE(process::parse_tgid("Tgid:\tabc\n"));
+}
+
+TEST(TargetCheck, ThisProcess) {
+    auto self = process::check_target_pid(::getpid());
+    ASSERT_TRUE(self) << self.error().message;
+    EXPECT_EQ(self->state, 'R');
+    EXPECT_FALSE(self->stopped());
+    auto gone = process::check_target_pid(2147483647);
+    ASSERT_FALSE(gone);
+    EXPECT_EQ(gone.error().message, "no process with PID 2147483647");
+}
+
+} // namespace
