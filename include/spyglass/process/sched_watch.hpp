@@ -55,6 +55,8 @@ class SchedWatch {
     }
     // Whether the thread was left runnable (preempted) at its last switch out: /proc's 'R'.
     [[nodiscard]] bool runnable(pid_t tid) const noexcept;
+    // Runnable but not on a CPU as of the last poll: switched out preempted, not back in.
+    [[nodiscard]] bool waiting_for_cpu(pid_t tid) const noexcept;
 
     [[nodiscard]] std::uint64_t records() const noexcept { return records_; }
     [[nodiscard]] std::uint64_t lost_polls() const noexcept { return lost_polls_; }
@@ -77,7 +79,7 @@ class SchedWatch {
     std::size_t data_size_ = 0;
     std::unordered_set<pid_t> tgids_;
     std::unordered_map<pid_t, Thread> threads_;
-    std::unordered_set<pid_t> changed_; // tgids with a fork or exit in the last poll
+    std::unordered_set<pid_t> changed_;   // tgids with a fork or exit in the last poll
     std::unordered_set<pid_t> ancestors_; // their descendants are reported
     std::vector<pid_t> children_, execs_;
     std::uint64_t poll_ = 0;
