@@ -302,9 +302,11 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
     info.rate_hz = options_.rate_hz;
     info.period_ns = period;
     info.start_unix_ns = realtime_ns();
+    info.waits = options_.sampler.waits;
     sink.start(info);
 
-    resolver_ = std::make_unique<Resolver>(frames_, stacks_, options_.stacks, sink);
+    resolver_ =
+        std::make_unique<Resolver>(frames_, stacks_, options_.stacks, sink, options_.sampler.waits);
     if (options_.sched_events && std::getenv("SPYGLASS_NO_SCHED_EVENTS") == nullptr)
         sched_ = process::SchedWatch::open();
     if (sched_) {
@@ -338,8 +340,7 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
     const std::uint64_t cpu_start = thread_cpu_ns();
     const std::uint64_t end = duration != 0 ? start + duration : 0;
     fast_pending_until_ = start + 2'000'000'000ull;
-    std::uint64_t tick = 0, next_scan = 0, next_progress = 0, next_pending = 0,
-                  next_not_python = 0;
+    std::uint64_t tick = 0, next_scan = 0, next_progress = 0, next_pending = 0, next_not_python = 0;
     model::RecordingTotals& totals = totals_;
     PassStats& stats = result.stats;
     std::uint64_t now = start;
@@ -467,6 +468,7 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
     else
         resolver_->drain(queue_);
     result.resolve = resolver_->stats();
+    result.waits = resolver_->wait_stats();
     result.resolver_cpu_ns = resolver_->cpu_ns();
     const double per_sample = stats.samples == 0 ? 0.0
                                                  : static_cast<double>(result.sampling_cpu_ns) /
@@ -479,6 +481,12 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
                  static_cast<double>(result.sampling_cpu_ns) / 1e6, per_sample,
                  static_cast<double>(result.resolver_cpu_ns) / 1e6, result.resolve.code_misses,
                  result.resolve.resolved_hits);
+    if (options_.sampler.waits != model::WaitDetail::off)
+        spdlog::info("wait reasons: {} read from the thread's syscall file, {} kept from the "
+                     "previous sample; {} descriptors described ({} closed or reused first), "
+                     "{} reads of the net tables",
+                     stats.wait_reads, stats.wait_reused, result.waits.links_read,
+                     result.waits.fd_changed, result.waits.net_parses);
     sink.finish(totals);
     result.totals = totals;
     return result;

@@ -16,6 +16,7 @@
 #include "spyglass/python/target.hpp"
 #include "spyglass/sampling/capture.hpp"
 #include "spyglass/sampling/stack_resolve.hpp"
+#include "spyglass/sampling/wait_resolve.hpp"
 
 namespace spyglass::sampling {
 
@@ -29,7 +30,7 @@ struct ProcessContext {
 class Resolver {
   public:
     Resolver(model::FrameTable& frames, model::StackTable& stacks, StackReadOptions options,
-             model::SampleSink& sink);
+             model::SampleSink& sink, model::WaitDetail waits = model::WaitDetail::full);
     ~Resolver();
 
     // Before the process_added capture for `slot` is pushed (from the sampling thread).
@@ -41,6 +42,7 @@ class Resolver {
     void run(CaptureQueue& queue);
 
     [[nodiscard]] ResolveStats stats() const;
+    [[nodiscard]] WaitResolveStats wait_stats() const;
     // CPU time run() used (its thread's), once it has returned.
     [[nodiscard]] std::uint64_t cpu_ns() const noexcept { return cpu_ns_; }
 
@@ -49,6 +51,7 @@ class Resolver {
         std::shared_ptr<const ProcessContext> context;
         std::unique_ptr<StackResolver> stacks;
         std::unique_ptr<python::ObjectReader> objects;
+        std::unique_ptr<WaitResolver> waits;
         std::uint64_t last_naming_ns = 0;
         bool unnamed_threads = false;
         bool retired = false;
@@ -58,17 +61,21 @@ class Resolver {
         model::ThreadInfo info;
         process::Address interp = 0;
         model::StackId last_stack = 0;
+        model::WaitId last_wait = 0; // of its previous sample
         bool have_last = false;
         bool named = false; // by the threading module, not the OS
     };
     ProcessEntry* process_entry(std::uint32_t slot);
     void handle(const ThreadCapture& capture, std::span<const python::RawFrame> frames);
     void name_threads(ProcessEntry& process, std::uint32_t slot, std::uint64_t now_ns);
+    model::WaitId resolve_wait(const ThreadCapture& capture, ProcessEntry& process,
+                               ThreadEntry& thread, model::StackId stack);
 
     model::FrameTable& frames_;
     model::StackTable& stacks_;
     StackReadOptions options_;
     model::SampleSink& sink_;
+    model::WaitDetail waits_;
     model::FrameId torn_marker_, deeper_marker_;
     std::mutex registered_mutex_;
     std::unordered_map<std::uint32_t, std::shared_ptr<const ProcessContext>> registered_;
@@ -76,6 +83,7 @@ class Resolver {
     std::vector<ThreadEntry> threads_; // by thread index
     std::vector<model::FrameId> ids_;
     ResolveStats retired_stats_;
+    WaitResolveStats retired_wait_stats_;
     std::uint64_t cpu_ns_ = 0;
 };
 

@@ -43,6 +43,7 @@ struct SessionResult {
     model::RecordingTotals totals; // also what the sink's finish event got
     PassStats stats;
     ResolveStats resolve;
+    WaitResolveStats waits;
     std::uint64_t sampling_cpu_ns = 0; // CPU time of the thread that ran the clock and captures
     std::uint64_t resolver_cpu_ns = 0; // and of the resolver's thread
 };
@@ -94,10 +95,10 @@ class Session {
     std::vector<std::pair<std::uint32_t, std::shared_ptr<const ProcessContext>>> early_;
     std::vector<std::unique_ptr<ProcessSampler>> samplers_;
     std::uint32_t next_slot_ = 0;
-    std::set<pid_t> roots_;    // processes whose descendants are followed
-    std::set<pid_t> known_;    // every pid considered (Python or not)
-    std::set<pid_t> pending_;  // not (yet) Python: retried
-    std::set<pid_t> replaced_; // exec'd a new program: waiting to see whether it is Python
+    std::set<pid_t> roots_;      // processes whose descendants are followed
+    std::set<pid_t> known_;      // every pid considered (Python or not)
+    std::set<pid_t> pending_;    // not (yet) Python: retried
+    std::set<pid_t> replaced_;   // exec'd a new program: waiting to see whether it is Python
     std::set<pid_t> not_python_; // pending, and not Python when last looked at
     // Processes just forked or exec'd: the dynamic loader may not have mapped libpython yet,
     // so "not Python" is no verdict until this time (monotonic ns).

@@ -15,6 +15,7 @@ struct SnapshotOptions {
     bool locals = false; // read each frame's local variables (while the thread is paused, if)
     PauseMode pause = PauseMode::when_torn;
     std::size_t max_value_chars = 120;
+    model::WaitDetail waits = model::WaitDetail::full; // what to say of off-CPU threads' waits
 };
 
 Result<model::ProcessSnapshot> take_snapshot(python::PythonProcess& process,
