@@ -29,6 +29,18 @@ std::string unlimited_is_zero(std::string& value) {
     return {};
 }
 
+void add_wait_options(CLI::App* command, std::string& waits, bool& no_waits) {
+    command
+        ->add_option("--waits", waits,
+                     "What off-CPU samples say their thread waited for: full (the system call "
+                     "and its peer address, path or lock; the default) or kind (socket, lock, "
+                     "sleep...: no addresses, ports or paths)")
+        ->type_name("DETAIL")
+        ->check(CLI::IsMember({"full", "kind"}));
+    command->add_flag("--no-waits", no_waits,
+                      "Do not read what off-CPU threads wait for (their [off-cpu] frame stays)");
+}
+
 void add_native_flag(CLI::App* command, CommandLine& parsed) {
     command->add_flag("-n,--native", parsed.native,
                       "Also sample native (C/C++) frames: not available in this build yet");
@@ -71,13 +83,18 @@ void add_sampling_options(CLI::App* command, SamplingOptions& options, CommandLi
     command->add_flag("--jitter", options.jitter,
                       "Randomize each tick within +-25% of the period, against aliasing with "
                       "periodic work");
+    add_wait_options(command, options.waits, options.no_waits);
     command->add_option("command", options.command,
                         "Command to launch and profile, after --, e.g. -- python3 app.py");
 }
 
 // Checks CLI11 cannot express as one clear line; empty when the command line is fine.
 std::string conflicting_options(const CommandLine& parsed, const SamplingOptions* sampling,
-                                bool blocking, bool nonblocking) {
+                                bool blocking, bool nonblocking, bool no_waits,
+                                const std::string& waits) {
+    if (no_waits && waits != "full")
+        return "--no-waits reads no wait reason, --waits=" + waits +
+               " says how much of it to keep: give one of them";
     if (parsed.native)
         return "--native is not available in this build yet: spyglass samples Python frames "
                "only";
@@ -122,6 +139,7 @@ std::unique_ptr<CLI::App> make_app(CommandLine& parsed) {
                        "Pause each thread while its stack (and --locals) is read");
     dump_cmd->add_flag("--nonblocking", dump.nonblocking,
                        "Never pause a thread, not even one whose stack cannot be read running");
+    add_wait_options(dump_cmd, dump.waits, dump.no_waits);
     add_native_flag(dump_cmd, parsed);
 
     RecordOptions& record = parsed.record;
@@ -196,14 +214,17 @@ int run_cli(int argc, char** argv) {
     std::string conflict;
     if (parsed_command("dump"))
         conflict =
-            conflicting_options(parsed, nullptr, parsed.dump.blocking, parsed.dump.nonblocking);
+            conflicting_options(parsed, nullptr, parsed.dump.blocking, parsed.dump.nonblocking,
+                                parsed.dump.no_waits, parsed.dump.waits);
     else if (parsed_command("record"))
         conflict =
             conflicting_options(parsed, &parsed.record.sampling, parsed.record.sampling.blocking,
-                                parsed.record.sampling.nonblocking);
+                                parsed.record.sampling.nonblocking, parsed.record.sampling.no_waits,
+                                parsed.record.sampling.waits);
     else if (parsed_command("top"))
         conflict = conflicting_options(parsed, &parsed.top.sampling, parsed.top.sampling.blocking,
-                                       parsed.top.sampling.nonblocking);
+                                       parsed.top.sampling.nonblocking,
+                                       parsed.top.sampling.no_waits, parsed.top.sampling.waits);
     if (!conflict.empty()) {
         print_error(conflict);
         return 2;

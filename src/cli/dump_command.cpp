@@ -35,6 +35,9 @@ Result<std::string> dump_process(pid_t pid, const DumpOptions& options) {
     snapshot_options.pause = options.blocking      ? sampling::PauseMode::always
                              : options.nonblocking ? sampling::PauseMode::never
                                                    : sampling::PauseMode::when_torn;
+    snapshot_options.waits = options.no_waits          ? model::WaitDetail::off
+                             : options.waits == "kind" ? model::WaitDetail::kind
+                                                       : model::WaitDetail::full;
     auto snapshot = sampling::take_snapshot(**process, frames, snapshot_options);
     if (!snapshot) return std::unexpected(snapshot.error());
     return options.json ? output::format_dump_json(*snapshot, frames)

@@ -16,6 +16,8 @@ struct DumpOptions {
     bool nonblocking = false;  // py-spy's spelling of the default
     bool subprocesses = false; // also the Python processes among its descendants
     bool full_filenames = false;
+    std::string waits = "full"; // --waits: full | kind
+    bool no_waits = false;      // --no-waits
 };
 
 int run_dump(const DumpOptions& options);
@@ -35,6 +37,8 @@ struct SamplingOptions {
     bool function = false;
     bool nolineno = false;
     bool jitter = false;
+    std::string waits = "full"; // --waits: full | kind
+    bool no_waits = false;      // --no-waits
 };
 
 struct RecordOptions {
