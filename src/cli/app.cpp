@@ -177,6 +177,8 @@ std::unique_ptr<CLI::App> make_app(CommandLine& parsed) {
                       "No terminal UI: sample for --duration seconds (default 5), print the "
                       "table and exit");
     top_cmd->add_flag("--lines", top.lines, "Start with one row per line instead of per function");
+    top_cmd->add_flag("--waiting", top.waiting,
+                      "Start with the \"Waiting on\" view: what threads waited for (key v)");
     top_cmd->add_flag("--full-filenames", top.full_filenames,
                       "Show full source paths instead of shortened ones");
 
