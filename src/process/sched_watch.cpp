@@ -161,9 +161,4 @@ bool SchedWatch::runnable(pid_t tid) const noexcept {
     return it != threads_.end() && (it->second.running || it->second.preempted);
 }
 
-bool SchedWatch::waiting_for_cpu(pid_t tid) const noexcept {
-    auto it = threads_.find(tid);
-    return it != threads_.end() && !it->second.running && it->second.preempted;
-}
-
 } // namespace spyglass::process

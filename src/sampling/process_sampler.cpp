@@ -151,14 +151,14 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
         std::uint64_t cpu_ns =
             thread.have_run_ns && run_ns >= thread.run_ns ? run_ns - thread.run_ns : 0;
         bool ran = !known_idle && (!thread.have_run_ns || run_ns != thread.run_ns || on_cpu);
-        // Runnable but not running: the events know; without them, a thread that spent more
-        // of the interval waiting for a CPU than on one counts as starved.
+        // Runnable but not running: a thread that spent more of the interval waiting for a CPU
+        // than on one (schedstat), or that the scheduler's events saw preempted and not back
+        // on a CPU since. Not what the events say of the moment of the sample: then the
+        // sampling thread itself often holds the CPU the target was preempted from.
         bool starved = false;
         if (on_cpu) {
             if (known_idle)
                 starved = true;
-            else if (sched != nullptr)
-                starved = sched->waiting_for_cpu(record.tid);
             else if (state_read && thread.have_delay && delay_ns >= thread.delay_ns)
                 starved = delay_ns - thread.delay_ns > cpu_ns;
         }

@@ -55,8 +55,6 @@ class SchedWatch {
     }
     // Whether the thread was left runnable (preempted) at its last switch out: /proc's 'R'.
     [[nodiscard]] bool runnable(pid_t tid) const noexcept;
-    // Runnable but not on a CPU as of the last poll: switched out preempted, not back in.
-    [[nodiscard]] bool waiting_for_cpu(pid_t tid) const noexcept;
 
     [[nodiscard]] std::uint64_t records() const noexcept { return records_; }
     [[nodiscard]] std::uint64_t lost_polls() const noexcept { return lost_polls_; }
