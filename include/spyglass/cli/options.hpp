@@ -54,9 +54,9 @@ int run_record(const RecordOptions& options);
 
 struct TopOptions {
     SamplingOptions sampling;
-    double delay = 1.0; // seconds between refreshes
-    bool once = false;  // no terminal UI: sample --duration seconds (default 5), print, exit
-    bool lines = false; // start aggregated by line instead of by function
+    double delay = 1.0;   // seconds between refreshes
+    bool once = false;    // no terminal UI: sample --duration seconds (default 5), print, exit
+    bool lines = false;   // start aggregated by line instead of by function
     bool waiting = false; // start with the "Waiting on" view
     bool full_filenames = false;
 };
