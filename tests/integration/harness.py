@@ -50,10 +50,11 @@ def find_interpreter(label):
         label, root, label, label)
 
 
-def interpreter_tests(base, module_globals):
-    """Makes one TestCase class per expected interpreter from `base` (which has no test_ in
-    its name), each with `python` and `label` set; missing ones skip with their reason."""
-    for label in EXPECTED:
+def interpreter_tests(base, module_globals, labels=None):
+    """Makes one TestCase class per expected interpreter (or per label of `labels`) from `base`
+    (which has no test_ in its name), each with `python` and `label` set; missing ones skip
+    with their reason."""
+    for label in labels or EXPECTED:
         path, reason = find_interpreter(label)
         name = "%s_%s" % (base.__name__, label.replace(".", "_").replace("-", "_"))
         attrs = {"python": path, "label": label, "skip_reason": reason}
