@@ -193,7 +193,7 @@ class PprofWriter final : public ProfileWriter {
                 add_num_label(entry, pid, t.pid);
             }
             add_label(entry, gil, sample.key.gil ? yes : no);
-            if (sample.key.wait != 0) {
+            if (sample.key.wait != 0 && sample.key.wait < profile.frames->waits().size()) {
                 const model::Wait& wait = profile.frames->waits().get(sample.key.wait);
                 const model::StringTable& text = profile.frames->strings();
                 // Keys made on first use: a profile without waits has the strings it had.

@@ -230,6 +230,7 @@ void DisplayFrames::stack(std::uint32_t thread, model::StackId stack, bool on_cp
         if (no_frames_ == kUnset) no_frames_ = synthetic(std::string(kNoFramesFrame));
         out.push_back(no_frames_);
     }
+    if (wait >= profile_.frames->waits().size()) wait = 0; // not a wait of this recording
     const bool starved =
         wait != 0 && profile_.frames->waits().get(wait).kind == model::WaitKind::cpu_starved;
     if (wait != 0 && on_cpu != starved) wait = 0; // a stray: running with a reason to wait

@@ -308,10 +308,13 @@ TEST(OutputFlamegraph, PrunesFramesNarrowerThanATenthOfAPixel) {
                 {strings.intern("fn_" + std::to_string(next() % 5000)),
                  strings.intern("/srv/app/mod.py"), static_cast<int>(next() % 100 + 1), 1,
                  model::FrameKind::python}));
-        profile.samples.push_back({0, fixture->stacks.intern(stack), true, true, 1, 1000});
+        model::SampleKey key{0, fixture->stacks.intern(stack), true, true};
+        profile.samples.push_back({key, 1, 1000});
     }
     profile.samples.push_back(profile.samples[0]);
-    profile.samples.back().count = 1'000'000; // the rest is under 0.1 px each
+    // The rest is under 0.1 px each (the flame graph weighs samples by their time).
+    profile.samples.back().count = 1'000'000;
+    profile.samples.back().weight_ns = 1'000'000 * profile.info.period_ns;
     std::string svg = spyglass::testing::write_to_string(profile, Format::flamegraph);
     std::size_t frames = 0;
     for (std::size_t at = svg.find("<g><title>"); at != std::string::npos;
