@@ -55,7 +55,9 @@ int main(void) {
     O(runtime_gil_locked, _PyRuntimeState, ceval.gil.locked);
     O(runtime_gil_last_holder, _PyRuntimeState, ceval.gil.last_holder);
     O(runtime_tstate_current, _PyRuntimeState, gilstate.tstate_current);
+    O(runtime_gil, _PyRuntimeState, ceval.gil);
 #endif
+    P(gil_size, sizeof(struct _gil_runtime_state));
 #endif
 
     P(interp_size, sizeof(PyInterpreterState));

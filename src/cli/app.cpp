@@ -37,6 +37,18 @@ void add_native_flags(CLI::App* command, bool& native, bool& native_all) {
                       "machinery and start-up code)");
 }
 
+void add_wait_options(CLI::App* command, std::string& waits, bool& no_waits) {
+    command
+        ->add_option("--waits", waits,
+                     "What off-CPU samples say their thread waited for: full (the system call "
+                     "and its peer address, path or lock; the default) or kind (socket, lock, "
+                     "sleep...: no addresses, ports or paths)")
+        ->type_name("DETAIL")
+        ->check(CLI::IsMember({"full", "kind"}));
+    command->add_flag("--no-waits", no_waits,
+                      "Do not read what off-CPU threads wait for (their [off-cpu] frame stays)");
+}
+
 void add_sampling_options(CLI::App* command, SamplingOptions& options) {
     check_pid(command->add_option("-p,--pid", options.pid,
                                   "PID of a running Python process to attach to"));
@@ -68,14 +80,19 @@ void add_sampling_options(CLI::App* command, SamplingOptions& options) {
     command->add_flag("--jitter", options.jitter,
                       "Randomize each tick within +-25% of the period, against aliasing with "
                       "periodic work");
+    add_wait_options(command, options.waits, options.no_waits);
     command->add_option("command", options.command,
                         "Command to launch and profile, after --, e.g. -- python3 app.py");
 }
 
 // Checks CLI11 cannot express as one clear line; empty when the command line is fine.
 std::string conflicting_options(const CommandLine& parsed, const SamplingOptions* sampling,
-                                bool blocking, bool nonblocking) {
+                                bool blocking, bool nonblocking, bool no_waits,
+                                const std::string& waits) {
     (void)parsed;
+    if (no_waits && waits != "full")
+        return "--no-waits reads no wait reason, --waits=" + waits +
+               " says how much of it to keep: give one of them";
     if (blocking && nonblocking) return "--blocking and --nonblocking contradict each other";
     if (sampling != nullptr && sampling->idle && sampling->mode == "cpu")
         return "--idle includes waiting threads, --mode cpu leaves them out: give one of them";
@@ -118,6 +135,7 @@ std::unique_ptr<CLI::App> make_app(CommandLine& parsed) {
     dump_cmd->add_flag("--nonblocking", dump.nonblocking,
                        "Never pause a thread, not even one whose stack cannot be read running");
     add_native_flags(dump_cmd, dump.native, dump.native_all);
+    add_wait_options(dump_cmd, dump.waits, dump.no_waits);
 
     RecordOptions& record = parsed.record;
     CLI::App* record_cmd = app->add_subcommand(
@@ -152,6 +170,8 @@ std::unique_ptr<CLI::App> make_app(CommandLine& parsed) {
                       "No terminal UI: sample for --duration seconds (default 5), print the "
                       "table and exit");
     top_cmd->add_flag("--lines", top.lines, "Start with one row per line instead of per function");
+    top_cmd->add_flag("--waiting", top.waiting,
+                      "Start with the \"Waiting on\" view: what threads waited for (key v)");
     top_cmd->add_flag("--full-filenames", top.full_filenames,
                       "Show full source paths instead of shortened ones");
 
@@ -188,14 +208,17 @@ int run_cli(int argc, char** argv) {
     std::string conflict;
     if (parsed_command("dump"))
         conflict =
-            conflicting_options(parsed, nullptr, parsed.dump.blocking, parsed.dump.nonblocking);
+            conflicting_options(parsed, nullptr, parsed.dump.blocking, parsed.dump.nonblocking,
+                                parsed.dump.no_waits, parsed.dump.waits);
     else if (parsed_command("record"))
         conflict =
             conflicting_options(parsed, &parsed.record.sampling, parsed.record.sampling.blocking,
-                                parsed.record.sampling.nonblocking);
+                                parsed.record.sampling.nonblocking, parsed.record.sampling.no_waits,
+                                parsed.record.sampling.waits);
     else if (parsed_command("top"))
         conflict = conflicting_options(parsed, &parsed.top.sampling, parsed.top.sampling.blocking,
-                                       parsed.top.sampling.nonblocking);
+                                       parsed.top.sampling.nonblocking,
+                                       parsed.top.sampling.no_waits, parsed.top.sampling.waits);
     if (!conflict.empty()) {
         print_error(conflict);
         return 2;

@@ -38,6 +38,9 @@ Result<std::string> dump_process(pid_t pid, const DumpOptions& options) {
                                                    : sampling::PauseMode::when_torn;
     snapshot_options.native = options.native || options.native_all;
     snapshot_options.native_all = options.native_all;
+    snapshot_options.waits = options.no_waits          ? model::WaitDetail::off
+                             : options.waits == "kind" ? model::WaitDetail::kind
+                                                       : model::WaitDetail::full;
     auto snapshot = sampling::take_snapshot(**process, frames, snapshot_options);
     if (!snapshot) return std::unexpected(snapshot.error());
     return options.json ? output::format_dump_json(*snapshot, frames)

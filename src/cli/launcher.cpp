@@ -41,6 +41,14 @@ Result<Started> start_session(const SamplingOptions& options, model::FrameTable&
     session_options.sampler.pause = options.blocking      ? sampling::PauseMode::always
                                     : options.nonblocking ? sampling::PauseMode::never
                                                           : sampling::PauseMode::when_torn;
+    if (options.waits != "full" && options.waits != "kind")
+        return fail(Errc::invalid_argument, "--waits must be full or kind, not {}", options.waits);
+    if (options.no_waits && options.waits != "full")
+        return fail(Errc::invalid_argument, "--no-waits and --waits={} contradict each other",
+                    options.waits);
+    session_options.sampler.waits = options.no_waits          ? model::WaitDetail::off
+                                    : options.waits == "kind" ? model::WaitDetail::kind
+                                                              : model::WaitDetail::full;
     session_options.stacks.function_lines = options.function;
     session_options.stacks.no_lines = options.nolineno;
     session_options.sampler.native = options.native || options.native_all;

@@ -254,7 +254,7 @@ int run_screen(Run& run, std::unique_ptr<output::TopScreen> screen, LogCapture& 
         int key =
             screen->read_key(static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, 100)));
         if (key >= 0) {
-            switch (output::apply_key(run.view, key, run.model.threads())) {
+            switch (output::apply_key(run.view, key, run.model.threads(), run.model.waits())) {
             case output::TopAction::quit:
                 quit = true;
                 continue;
@@ -318,6 +318,7 @@ int run_top(const TopOptions& options) {
 
     Run run{options, *started, model, signals, {}};
     run.view.query.by_line = options.lines;
+    run.view.query.waits = options.waiting;
     run.view.query.view =
         options.sampling.mode == "cpu" ? model::SampleMode::cpu : model::SampleMode::wall;
     run.view.interval_s = options.delay;

@@ -34,7 +34,8 @@ void Aggregator::sample(const Sample& sample) {
     std::int64_t& last = last_timeline_entry_[thread];
     if (last >= 0) {
         TimelineEntry& entry = timeline_[static_cast<std::size_t>(last)];
-        if (entry.stack == sample.key.stack && entry.on_cpu == sample.key.on_cpu) {
+        if (entry.stack == sample.key.stack && entry.on_cpu == sample.key.on_cpu &&
+            entry.wait == sample.key.wait) {
             ++entry.count;
             entry.weight_ns += sample.weight_ns;
             return;
@@ -44,7 +45,8 @@ void Aggregator::sample(const Sample& sample) {
     // The entry starts where the time its first sample stands for starts.
     std::uint64_t start =
         sample.time_ns >= sample.weight_ns ? sample.time_ns - sample.weight_ns : 0;
-    timeline_.push_back({thread, sample.key.stack, sample.key.on_cpu, start, 1, sample.weight_ns});
+    timeline_.push_back(
+        {thread, sample.key.stack, sample.key.on_cpu, start, 1, sample.weight_ns, sample.key.wait});
 }
 
 Profile Aggregator::profile(const DisplayOptions& display) const {

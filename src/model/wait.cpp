@@ -32,6 +32,12 @@ const char* wait_kind_name(WaitKind kind) noexcept {
         return "stopped";
     case WaitKind::syscall:
         return "syscall";
+    case WaitKind::file_lock:
+        return "file-lock";
+    case WaitKind::event:
+        return "event";
+    case WaitKind::kernel:
+        return "kernel";
     }
     return "?";
 }

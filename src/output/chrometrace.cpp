@@ -86,7 +86,7 @@ class ChromeTraceWriter final : public ProfileWriter {
         std::vector<DisplayFrames::Id> ids;
         for (const model::TimelineEntry& entry : profile.timeline) {
             if (entry.count == 0 || entry.thread >= threads.size()) continue;
-            display.stack(entry.thread, entry.stack, entry.on_cpu, ids);
+            display.stack(entry.thread, entry.stack, entry.on_cpu, entry.wait, ids);
             ids.erase(ids.begin(),
                       ids.begin() + static_cast<std::ptrdiff_t>(std::min(roots, ids.size())));
             threads[entry.thread].add(ids, entry.start_ns, entry.start_ns + entry.weight_ns);
@@ -117,7 +117,8 @@ class ChromeTraceWriter final : public ProfileWriter {
             for (const Slice& slice : threads[t].finish()) {
                 const DisplayFrames::Entry& frame = display[slice.frame];
                 json.begin_object().field("ph", "X").field("name", frame.label);
-                json.field("cat", frame.off_cpu        ? "off-cpu"
+                json.field("cat", frame.wait != 0      ? "wait"
+                                  : frame.off_cpu      ? "off-cpu"
                                   : frame.synthetic    ? "spyglass"
                                   : frame.file.empty() ? "marker"
                                                        : "python");
@@ -128,6 +129,13 @@ class ChromeTraceWriter final : public ProfileWriter {
                 if (!frame.file.empty()) {
                     json.key("args").begin_object().field("file", frame.file);
                     if (frame.line > 0) json.field("line", frame.line);
+                    json.end_object();
+                } else if (frame.wait != 0) {
+                    const model::Wait& wait = profile.frames->waits().get(frame.wait);
+                    const model::StringTable& strings = profile.frames->strings();
+                    json.key("args").begin_object().field("wait", model::wait_kind_name(wait.kind));
+                    if (wait.syscall != 0) json.field("syscall", strings.view(wait.syscall));
+                    if (wait.target != 0) json.field("target", strings.view(wait.target));
                     json.end_object();
                 }
                 json.end_object();

@@ -15,6 +15,18 @@ std::string thread_state(const model::ThreadSnapshot& thread) {
     return state;
 }
 
+// "socket: recvfrom tcp 127.0.0.1:5432 (fd 5, local 127.0.0.1:40312, ...)"; empty when the
+// wait is not known.
+std::string wait_text(const model::WaitSnapshot& wait) {
+    if (wait.kind == model::WaitKind::unknown) return {};
+    std::string text = model::wait_kind_name(wait.kind);
+    if (!wait.syscall.empty() || !wait.target.empty()) text += ':';
+    for (const std::string* part : {&wait.syscall, &wait.target})
+        if (!part->empty()) text += ' ' + *part;
+    if (!wait.detail.empty()) text += " (" + wait.detail + ")";
+    return text;
+}
+
 } // namespace
 
 std::string format_dump_text(const model::ProcessSnapshot& snapshot,
@@ -32,6 +44,9 @@ std::string format_dump_text(const model::ProcessSnapshot& snapshot,
                        thread.interp_index > 0
                            ? fmt::format(" in sub-interpreter {}", thread.interp_index)
                            : "");
+        // Two spaces, not a frame's four: scripts that read frames by their indent skip it.
+        if (std::string wait = wait_text(thread.wait); !wait.empty())
+            fmt::format_to(it, "  Waiting: {}\n", wait);
         if (thread.frames.empty()) out += "    (no Python frames)\n";
         for (std::size_t i = 0; i < thread.frames.size(); ++i) {
             const model::Frame& frame = frames.get(thread.frames[i]);
@@ -99,6 +114,18 @@ std::string format_dump_json(const model::ProcessSnapshot& snapshot,
         json.field("interpreter", thread.interp_index);
         json.field("stack", model::stack_status_name(thread.status));
         json.field("paused", thread.paused);
+        // null when nothing is known (on a CPU, --no-waits); "syscall", "target", "detail"
+        // only when known (and not with --waits=kind).
+        if (thread.wait.kind == model::WaitKind::unknown) {
+            json.key("wait").null();
+        } else {
+            json.key("wait").begin_object();
+            json.field("kind", model::wait_kind_name(thread.wait.kind));
+            if (!thread.wait.syscall.empty()) json.field("syscall", thread.wait.syscall);
+            if (!thread.wait.target.empty()) json.field("target", thread.wait.target);
+            if (!thread.wait.detail.empty()) json.field("detail", thread.wait.detail);
+            json.end_object();
+        }
         json.key("frames").begin_array();
         for (std::size_t i = 0; i < thread.frames.size(); ++i) {
             const model::Frame& frame = frames.get(thread.frames[i]);

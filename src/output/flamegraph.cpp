@@ -73,24 +73,30 @@ std::uint32_t fnv1a(std::string_view text) {
     return h;
 }
 
-// Warm (red-orange-yellow) on CPU, blue when waiting; the shade comes from the function name,
-// so one function has one colour everywhere and across recordings.
-std::string colour(std::string_view function, bool off_cpu) {
+enum class Hue : std::uint8_t { running, waiting, wait_reason };
+
+// Warm (red-orange-yellow) on CPU, blue when waiting, green-teal for what a thread waited for
+// (the [wait ...] frames); the shade comes from the name, so one function has one colour
+// everywhere and across recordings.
+std::string colour(std::string_view function, Hue hue) {
     std::uint32_t h = fnv1a(function);
     double v1 = (h & 0xff) / 255.0, v2 = ((h >> 8) & 0xff) / 255.0, v3 = ((h >> 16) & 0xff) / 255.0;
     auto c = [](double base, double range, double v) { return static_cast<int>(base + range * v); };
-    if (off_cpu) return fmt::format("rgb({},{},{})", c(60, 60, v1), c(110, 70, v2), c(200, 55, v3));
+    if (hue == Hue::wait_reason)
+        return fmt::format("rgb({},{},{})", c(40, 60, v1), c(165, 50, v2), c(120, 50, v3));
+    if (hue == Hue::waiting)
+        return fmt::format("rgb({},{},{})", c(60, 60, v1), c(110, 70, v2), c(200, 55, v3));
     return fmt::format("rgb({},{},{})", c(205, 50, v1), c(70, 160, v2), c(20, 50, v3));
 }
 
 // The middle of each colour range, for the legend.
 constexpr std::string_view kRunningSwatch = "rgb(230,150,45)";
 constexpr std::string_view kWaitingSwatch = "rgb(90,145,227)";
+constexpr std::string_view kReasonSwatch = "rgb(70,190,145)";
 constexpr std::string_view kMatchSwatch = "rgb(230,0,230)";
 
 // What the colours and the brackets mean, centred under the subtitle (the script centres it
-// again when the width follows the window). Frame kinds to come (native, wait reasons) add
-// entries here.
+// again when the width follows the window). Frame kinds to come (native) add entries here.
 void append_legend(std::string& svg) {
     struct Entry {
         std::string_view swatch; // empty: text only
@@ -98,7 +104,8 @@ void append_legend(std::string& svg) {
     };
     constexpr Entry entries[] = {
         {kRunningSwatch, "running (on-CPU)"},
-        {kWaitingSwatch, "waiting (off-CPU: sleep, I/O, lock, GIL)"},
+        {kWaitingSwatch, "waiting (off-CPU)"},
+        {kReasonSwatch, "[wait ...]: what it waited for"},
         {kMatchSwatch, "search match"},
         {"", "[name]: added by spyglass, not in the program"},
     };
@@ -144,7 +151,8 @@ class Layout {
         std::vector<Stack> stacks;
         for (const model::AggregatedSample& sample : profile.samples) {
             if (sample.count == 0) continue;
-            display_.stack(sample.key.thread, sample.key.stack, sample.key.on_cpu, ids);
+            display_.stack(sample.key.thread, sample.key.stack, sample.key.on_cpu, sample.key.wait,
+                           ids);
             // Samples weighed by the time they stand for, in sampling periods.
             const std::uint64_t periods = profile.periods(sample.weight_ns, sample.count);
             stacks.push_back(
@@ -351,13 +359,15 @@ class FlamegraphWriter final : public ProfileWriter {
             double x = kXPad + static_cast<double>(node.offset) * layout.scale();
             double w = static_cast<double>(node.total) * layout.scale();
             double y = bottom - (node.depth + 1) * kFrameHeight;
-            bool off_cpu = frame.off_cpu || (node.total - node.on_cpu) * 2 > node.total;
+            Hue hue = frame.wait != 0 ? Hue::wait_reason
+                      : frame.off_cpu || (node.total - node.on_cpu) * 2 > node.total ? Hue::waiting
+                                                                                     : Hue::running;
             svg += "<g><title>";
             append_title(svg, frame, node, total);
             fmt::format_to(std::back_inserter(svg),
                            "</title><rect x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" "
                            "fill=\"{}\" rx=\"2\" sg:x=\"{}\" sg:w=\"{}\" sg:d=\"{}\"/>",
-                           x, y, w, kFrameHeight - 1, colour(frame.function, off_cpu), node.offset,
+                           x, y, w, kFrameHeight - 1, colour(frame.function, hue), node.offset,
                            node.total, node.depth);
             // Most frames of a big profile are too narrow for a label: no empty text for them
             // (the script adds one when a zoom makes room).

@@ -44,7 +44,8 @@ class FoldedWriter final : public ProfileWriter {
         std::string line;
         for (const model::AggregatedSample& sample : profile.samples) {
             if (sample.count == 0) continue;
-            display.stack(sample.key.thread, sample.key.stack, sample.key.on_cpu, ids);
+            display.stack(sample.key.thread, sample.key.stack, sample.key.on_cpu, sample.key.wait,
+                          ids);
             line.clear();
             for (std::size_t i = 0; i < ids.size(); ++i) {
                 if (i != 0) line.push_back(';');

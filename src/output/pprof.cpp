@@ -193,6 +193,17 @@ class PprofWriter final : public ProfileWriter {
                 add_num_label(entry, pid, t.pid);
             }
             add_label(entry, gil, sample.key.gil ? yes : no);
+            if (sample.key.wait != 0 && sample.key.wait < profile.frames->waits().size()) {
+                const model::Wait& wait = profile.frames->waits().get(sample.key.wait);
+                const model::StringTable& text = profile.frames->strings();
+                // Keys made on first use: a profile without waits has the strings it had.
+                add_label(entry, strings.id("wait"), strings.id(model::wait_kind_name(wait.kind)));
+                if (wait.syscall != 0)
+                    add_label(entry, strings.id("wait_syscall"),
+                              strings.id(text.view(wait.syscall)));
+                if (wait.target != 0)
+                    add_label(entry, strings.id("wait_target"), strings.id(text.view(wait.target)));
+            }
         }
         std::string bytes;
         if (!pprof.SerializeToString(&bytes))

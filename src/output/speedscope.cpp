@@ -50,7 +50,7 @@ std::vector<ThreadProfile> collect(const model::Profile& profile, DisplayFrames&
         for (const model::TimelineEntry& entry : profile.timeline) {
             if (entry.count == 0 || entry.thread >= threads.size()) continue;
             ThreadProfile& thread = threads[entry.thread];
-            display.stack(entry.thread, entry.stack, entry.on_cpu, ids);
+            display.stack(entry.thread, entry.stack, entry.on_cpu, entry.wait, ids);
             std::uint32_t id = unique.id(ids);
             if (thread.total == 0) thread.start_ns = entry.start_ns;
             thread.end_ns = std::max(thread.end_ns, entry.start_ns + entry.weight_ns);
@@ -64,7 +64,8 @@ std::vector<ThreadProfile> collect(const model::Profile& profile, DisplayFrames&
         std::vector<std::map<std::uint32_t, std::uint64_t>> merged(threads.size());
         for (const model::AggregatedSample& sample : profile.samples) {
             if (sample.count == 0 || sample.key.thread >= threads.size()) continue;
-            display.stack(sample.key.thread, sample.key.stack, sample.key.on_cpu, ids);
+            display.stack(sample.key.thread, sample.key.stack, sample.key.on_cpu, sample.key.wait,
+                          ids);
             merged[sample.key.thread][unique.id(ids)] += sample.weight_ns;
         }
         auto by_label = [&](const auto& a, const auto& b) {

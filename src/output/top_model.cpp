@@ -88,6 +88,7 @@ void TopModel::sample(const model::Sample& sample) {
     const model::SampleKey& key = sample.key;
     std::lock_guard lock(mutex_);
     learn_stack(key.stack);
+    learn_wait(key.wait);
     State& state = live_;
     if (!state.have_tick || sample.time_ns != state.tick_ns) {
         state.previous_ns = state.have_tick ? state.tick_ns : sample.time_ns;
@@ -195,6 +196,22 @@ void TopModel::learn_stack(model::StackId stack) {
     stack_rows_[stack] = entry;
 }
 
+void TopModel::learn_wait(model::WaitId wait) {
+    if (wait >= wait_info_.size())
+        wait_info_.resize(std::max<std::size_t>(frames_.waits().size(), wait + 1));
+    WaitInfo& info = wait_info_[wait];
+    if (info.known) return;
+    info.known = true;
+    if (wait == 0) {
+        info.label = "(reason not read)";
+        info.kind = "-";
+        return;
+    }
+    info.label = wait_summary(frames_, wait);
+    info.kind = model::wait_kind_name(frames_.waits().get(wait).kind);
+    waits_seen_.push_back(TopWait{wait, info.label, info.kind});
+}
+
 TopTable TopModel::table(const TopQuery& query) const {
     std::lock_guard lock(mutex_);
     const State& state = frozen_ ? *frozen_ : live_;
@@ -207,8 +224,17 @@ TopTable TopModel::table(const TopQuery& query) const {
     };
     std::vector<RowCounts> counts(rows_.size());
     const int by_line = query.by_line ? 1 : 0;
+    // (row << 32 | wait) -> own off-CPU time: a row's main wait. wait -> time, threads, rows.
+    std::unordered_map<std::uint64_t, std::uint64_t> row_waits;
+    struct WaitCounts {
+        std::uint64_t time = 0;
+        std::vector<std::uint32_t> threads;
+        std::unordered_map<std::uint32_t, std::uint64_t> by_row;
+    };
+    std::unordered_map<model::WaitId, WaitCounts> wait_counts;
     for (const auto& [key, sums] : window.counts) {
         if (query.thread && key.thread != *query.thread) continue;
+        if (query.wait && key.wait != *query.wait) continue;
         stats.samples += sums.samples;
         if (key.on_cpu) stats.on_cpu += sums.samples;
         if (key.gil) stats.gil += sums.samples;
@@ -223,6 +249,16 @@ TopTable TopModel::table(const TopQuery& query) const {
         if (key.on_cpu) own.own_on_cpu += weight;
         for (std::uint32_t i = 0; i < rows.length[by_line]; ++i)
             counts[first[i]].total += weight;
+        // What waited: off-CPU samples (with their reason, or without one), and runnable
+        // threads that waited for a CPU.
+        const bool waited = !key.on_cpu || key.wait != 0;
+        if (!waited) continue;
+        if (key.wait != 0) row_waits[std::uint64_t{*first} << 32 | key.wait] += weight;
+        WaitCounts& w = wait_counts[key.wait];
+        w.time += weight;
+        w.by_row[*first] += weight;
+        if (std::find(w.threads.begin(), w.threads.end(), key.thread) == w.threads.end())
+            w.threads.push_back(key.thread);
     }
 
     stats.ticks = window.ticks;
@@ -243,12 +279,48 @@ TopTable TopModel::table(const TopQuery& query) const {
         }
     }
 
+    std::vector<std::pair<model::WaitId, std::uint64_t>> main_wait(rows_.size(), {0, 0});
+    for (const auto& [packed, time] : row_waits) {
+        auto& best = main_wait[packed >> 32];
+        auto wait = static_cast<model::WaitId>(packed & 0xffffffffu);
+        if (time > best.second || (time == best.second && wait < best.first)) best = {wait, time};
+    }
     for (std::size_t row = 0; row < counts.size(); ++row) {
         if (counts[row].total == 0) continue;
         const RowInfo& info = rows_[row];
-        table.rows.push_back(TopRow{info.function, info.file, info.line, counts[row].own,
-                                    counts[row].total, counts[row].own_on_cpu});
+        TopRow out;
+        out.function = info.function;
+        out.file = info.file;
+        out.line = info.line;
+        out.own = counts[row].own;
+        out.total = counts[row].total;
+        out.own_on_cpu = counts[row].own_on_cpu;
+        if (main_wait[row].second != 0) {
+            out.wait = wait_info_[main_wait[row].first].label;
+            out.wait_time = main_wait[row].second;
+        }
+        table.rows.push_back(std::move(out));
     }
+    for (const auto& [wait, w] : wait_counts) {
+        TopWaitRow out;
+        out.wait = wait;
+        out.label = wait_info_[wait].label;
+        out.kind = wait_info_[wait].kind;
+        out.time = w.time;
+        out.threads = w.threads.size();
+        std::pair<std::uint32_t, std::uint64_t> top{0, 0};
+        for (const auto& [row, time] : w.by_row)
+            if (time > top.second || (time == top.second && row < top.first)) top = {row, time};
+        const RowInfo& info = rows_[top.first];
+        out.top_function =
+            info.file.empty() || info.line == 0
+                ? info.function
+                : fmt::format("{} ({}:{})", info.function, short_filename(info.file), info.line);
+        table.waits.push_back(std::move(out));
+    }
+    std::sort(table.waits.begin(), table.waits.end(), [](const TopWaitRow& a, const TopWaitRow& b) {
+        return a.time != b.time ? a.time > b.time : a.label < b.label;
+    });
     auto name_key = [](const TopRow& r) { return std::tie(r.function, r.file, r.line); };
     auto by_counts = [&](const TopRow& a, const TopRow& b) {
         if (a.own != b.own) return a.own > b.own;
@@ -278,6 +350,11 @@ TopTable TopModel::table(const TopQuery& query) const {
     };
     std::sort(table.rows.begin(), table.rows.end(), less);
     return table;
+}
+
+std::vector<TopWait> TopModel::waits() const {
+    std::lock_guard lock(mutex_);
+    return waits_seen_;
 }
 
 std::vector<TopThread> TopModel::threads() const {

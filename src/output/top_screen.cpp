@@ -22,17 +22,51 @@ namespace {
 struct Column {
     const char* title;
     int width;
-    bool in_narrow; // kept when the terminal is too narrow for every column
+    int dropped_at; // the first narrowness (shown_columns) that leaves the column out
 };
-constexpr Column kColumns[] = {{"%Own", 6, true},     {"%Total", 7, true},
-                               {"OwnTime", 9, false}, {"TotalTime", 10, false},
-                               {"OnCPU", 6, true},    {"Function (file:line)", 0, true}};
-constexpr std::size_t kNumberColumns = 5;
-constexpr std::size_t kWideNameColumn = 6 + 1 + 7 + 1 + 9 + 1 + 10 + 1 + 6 + 2;
-constexpr std::size_t kMinLabel = 24; // narrower than this beside every column: drop the times
+constexpr std::size_t kWaitWidth = 22;
+constexpr int kAlways = 3;
+constexpr Column kColumns[] = {{"%Own", 6, kAlways},
+                               {"%Total", 7, kAlways},
+                               {"OwnTime", 9, 1},
+                               {"TotalTime", 10, 1},
+                               {"OnCPU", 6, kAlways},
+                               {"Waiting on", static_cast<int>(kWaitWidth), 2},
+                               {"Function (file:line)", 0, kAlways}};
+// The cells before the label; the last of them (the wait) is text, the others numbers.
+constexpr std::size_t kNumberColumns = 6;
+constexpr std::size_t kWaitColumn = 5;
+constexpr std::size_t kWideNameColumn = 6 + 1 + 7 + 1 + 9 + 1 + 10 + 1 + 6 + 1 + kWaitWidth + 2;
+constexpr std::size_t kNoTimesNameColumn = kWideNameColumn - (9 + 1 + 10 + 1);
+constexpr std::size_t kMinLabel = 24; // narrower than this beside the columns: drop some
 
-bool narrow(std::size_t width) {
-    return width != 0 && width < kWideNameColumn + kMinLabel;
+// The column a sort key sorts by (the wait column is not one of them).
+std::size_t column_of(TopSort sort) {
+    auto index = static_cast<std::size_t>(sort);
+    return index < kWaitColumn ? index : kNumberColumns;
+}
+
+// At most `width` code points of `text`, ".." at the end when cut.
+std::string cut(std::string_view text, std::size_t width) {
+    if (text_width(text) <= width) return std::string(text);
+    std::string out;
+    std::size_t count = 0;
+    for (char c : text) {
+        bool starts = (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+        if (starts && ++count > width - 2) break;
+        out.push_back(c);
+    }
+    return out + "..";
+}
+
+// 0: every column; 1: no time columns; 2: no wait column either.
+int narrowness(std::size_t width) {
+    if (width == 0 || width >= kWideNameColumn + kMinLabel) return 0;
+    return width >= kNoTimesNameColumn + kMinLabel ? 1 : 2;
+}
+
+bool shown(std::size_t column, std::size_t width) {
+    return narrowness(width) < kColumns[column].dropped_at;
 }
 
 // Where each column starts (-1: not shown) and where the label starts.
@@ -44,7 +78,7 @@ Layout layout(std::size_t width) {
     Layout out{};
     int at = 0;
     for (std::size_t i = 0; i < kNumberColumns; ++i) {
-        if (narrow(width) && !kColumns[i].in_narrow) {
+        if (!shown(i, width)) {
             out.start[i] = -1;
             continue;
         }
@@ -59,9 +93,14 @@ std::string line_of(const std::string (&cells)[kNumberColumns], std::string_view
                     std::size_t width) {
     std::string out;
     for (std::size_t i = 0; i < kNumberColumns; ++i) {
-        if (narrow(width) && !kColumns[i].in_narrow) continue;
+        if (!shown(i, width)) continue;
         if (!out.empty()) out += ' ';
-        out += fmt::format("{:>{}}", cells[i], kColumns[i].width);
+        if (i == kWaitColumn) {
+            std::string text = cut(cells[i], kWaitWidth);
+            out += text + std::string(kWaitWidth - std::min(kWaitWidth, text_width(text)), ' ');
+        } else {
+            out += fmt::format("{:>{}}", cells[i], kColumns[i].width);
+        }
     }
     out += "  ";
     out += label;
@@ -69,7 +108,7 @@ std::string line_of(const std::string (&cells)[kNumberColumns], std::string_view
 }
 
 constexpr const char* kHints = " q quit  h help  1-6 sort  l lines  i interval  t thread  "
-                               "c cpu/wall  p pause  r reset";
+                               "v waits  w wait  c cpu/wall  p pause  r reset";
 
 std::string percent(std::uint64_t part, std::uint64_t whole) {
     if (whole == 0) return "-";
@@ -104,7 +143,8 @@ std::string screen_text(std::string_view text) {
 
 } // namespace
 
-TopAction apply_key(TopView& view, int key, const std::vector<TopThread>& threads) {
+TopAction apply_key(TopView& view, int key, const std::vector<TopThread>& threads,
+                    const std::vector<TopWait>& waits) {
     if (key == 'q' || key == 'Q') return TopAction::quit;
     if (key == kTopKeyResize) return TopAction::redraw;
     if (view.help) {
@@ -154,6 +194,25 @@ TopAction apply_key(TopView& view, int key, const std::vector<TopThread>& thread
             query.thread.reset();
         else
             query.thread = threads[static_cast<std::size_t>(position)].index;
+        break;
+    }
+    case 'v':
+    case 'V':
+        query.waits = !query.waits;
+        break;
+    case 'w':
+    case 'W': {
+        // All samples, then only those of each wait in turn, then all again.
+        auto at = std::find_if(waits.begin(), waits.end(), [&](const TopWait& w) {
+            return query.wait && w.wait == *query.wait;
+        });
+        std::ptrdiff_t position = at == waits.end() ? -1 : at - waits.begin();
+        auto count = static_cast<std::ptrdiff_t>(waits.size());
+        position = key == 'w' ? position + 1 : (position < 0 ? count - 1 : position - 1);
+        if (position < 0 || position >= count)
+            query.wait.reset();
+        else
+            query.wait = waits[static_cast<std::size_t>(position)].wait;
         break;
     }
     case 'p':
@@ -227,12 +286,22 @@ std::vector<std::string> top_header(const TopTable& table, const TopTarget& targ
             if (thread.index == *view.query.thread)
                 who = thread_label(thread, target.pids.size() > 1);
     }
-    line = fmt::format("View {} | {} | {} | {} | Sort {}",
+    line = fmt::format("View {} | {} | {} | {} | {}",
                        view.query.view == model::SampleMode::cpu ? "cpu" : "wall",
-                       view.query.by_line ? "By line" : "By function",
+                       view.query.waits     ? "Waiting on"
+                       : view.query.by_line ? "By line"
+                                            : "By function",
                        view.query.interval ? fmt::format("Last {:g}s", view.interval_s)
                                            : std::string("Cumulative"),
-                       who, top_sort_name(view.query.sort));
+                       who,
+                       view.query.waits ? std::string("Sort time")
+                                        : fmt::format("Sort {}", top_sort_name(view.query.sort)));
+    if (view.query.wait) {
+        std::string label = fmt::format("wait #{}", *view.query.wait);
+        for (const TopWaitRow& wait : table.waits)
+            if (wait.wait == *view.query.wait) label = wait.label;
+        line += " | Waiting on " + label;
+    }
     if (view.paused) line += "  [paused]";
     lines.push_back(std::move(line));
     return lines;
@@ -250,17 +319,36 @@ std::string top_titles(std::size_t width, std::size_t* name_column) {
 std::string top_row(const TopRow& row, const TopTable& table, bool full_filenames,
                     std::size_t width) {
     std::string cells[kNumberColumns] = {
-        percent(row.own, table.samples), percent(row.total, table.samples),
+        percent(row.own, table.samples),
+        percent(row.total, table.samples),
         duration(static_cast<double>(row.own) * table.period_s),
         duration(static_cast<double>(row.total) * table.period_s),
         row.own == 0 ? std::string("-")
                      : fmt::format("{:.0f}%", 100.0 * static_cast<double>(row.own_on_cpu) /
-                                                  static_cast<double>(row.own))};
+                                                  static_cast<double>(row.own)),
+        row.wait.empty()
+            ? std::string("-")
+            : fmt::format("{:.0f}% {}",
+                          100.0 * static_cast<double>(row.wait_time) / static_cast<double>(row.own),
+                          row.wait)};
     std::size_t name_column = static_cast<std::size_t>(layout(width).start[kNumberColumns]);
     std::size_t room = width == 0 ? std::numeric_limits<std::size_t>::max()
                                   : (width > name_column + 1 ? width - name_column : 1);
     std::string file = full_filenames || row.file.empty() ? row.file : short_filename(row.file);
     return line_of(cells, fit_label(row.function, file, row.line, room), width);
+}
+
+std::string top_wait_titles() {
+    return fmt::format("{:>6} {:>9} {:>7} {:<11}  {}", "%Wall", "Time", "Threads", "Kind",
+                       "Waiting on  (mostly under)");
+}
+
+std::string top_wait_row(const TopWaitRow& row, const TopTable& table, std::size_t width) {
+    std::string line =
+        fmt::format("{:>6} {:>9} {:>7} {:<11}  {}  ({})", percent(row.time, table.samples),
+                    duration(static_cast<double>(row.time) * table.period_s), row.threads, row.kind,
+                    row.label, row.top_function);
+    return width == 0 ? line : cut(line, width);
 }
 
 std::vector<std::string> top_help() {
@@ -271,6 +359,8 @@ std::vector<std::string> top_help() {
         "  l            a row per line / per function",
         "  i            the last refresh interval / everything since the start (or reset)",
         "  t T          next / previous thread: all threads, then each thread in turn",
+        "  v            the \"Waiting on\" view: what threads waited for, longest first",
+        "  w W          next / previous wait: only the samples that waited for it",
         "  c            wall view (running and waiting) / cpu view (running only)",
         "  p space      pause the display (sampling goes on)",
         "  r            reset the counts",
@@ -282,6 +372,7 @@ std::vector<std::string> top_help() {
         "  %Total, TotalTime  samples where it was on the stack (once per sample if recursive)",
         "  OnCPU              the share of its own samples whose thread was on a CPU; the",
         "                     rest is waiting (I/O, locks, sleep, the GIL)",
+        "  Waiting on         what most of its own waiting time waited for, and its share",
         "  GIL (header)       the share of passes in which some thread held the GIL",
     };
 }
@@ -293,6 +384,18 @@ std::string plain_table(const TopTable& table, const TopTarget& target, const To
     for (const std::string& line : top_header(table, target, view, threads))
         out += line + '\n';
     out += '\n';
+    if (view.query.waits) {
+        out += top_wait_titles() + '\n';
+        std::size_t count = table.waits.size();
+        std::size_t shown = max_rows == 0 ? count : std::min(max_rows, count);
+        for (std::size_t i = 0; i < shown; ++i)
+            out += top_wait_row(table.waits[i], table, width) + '\n';
+        if (count == 0)
+            out += table.stats.waiting ? "(waiting for a Python interpreter)\n"
+                                       : "(no thread waited)\n";
+        if (shown < count) out += fmt::format("({} more rows)\n", count - shown);
+        return out;
+    }
     out += top_titles(width) + '\n';
     std::size_t shown = max_rows == 0 ? table.rows.size() : std::min(max_rows, table.rows.size());
     for (std::size_t i = 0; i < shown; ++i)
@@ -369,15 +472,15 @@ void TopScreen::draw(const TopTable& table, const TopTarget& target, const TopVi
     auto columns = static_cast<std::size_t>(std::max(width, 0));
     const Layout positions = layout(columns);
     const auto name_column = static_cast<std::size_t>(positions.start[kNumberColumns]);
-    std::string titles = top_titles(columns);
+    std::string titles = view.query.waits ? top_wait_titles() : top_titles(columns);
     titles.resize(columns, ' ');
     put(y, titles, A_REVERSE);
-    const auto sorted = static_cast<std::size_t>(view.query.sort);
+    const std::size_t sorted = column_of(view.query.sort);
     int start = positions.start[sorted];
     int length = kColumns[sorted].width != 0
                      ? kColumns[sorted].width
                      : static_cast<int>(std::string_view(kColumns[sorted].title).size());
-    if (start >= 0 && start < width)
+    if (!view.query.waits && start >= 0 && start < width)
         mvwchgat(stdscr, y, start, std::min(length, width - start),
                  A_REVERSE | A_BOLD | A_UNDERLINE, 0, nullptr);
     ++y;
@@ -386,6 +489,12 @@ void TopScreen::draw(const TopTable& table, const TopTarget& target, const TopVi
     if (view.help) {
         for (const std::string& line : top_help())
             if (y < bottom) put(y++, line, A_NORMAL);
+    } else if (view.query.waits) {
+        if (table.waits.empty()) put(y, "  no thread waited yet", A_NORMAL);
+        for (const TopWaitRow& row : table.waits) {
+            if (y >= bottom) break;
+            put(y++, top_wait_row(row, table, columns), A_NORMAL);
+        }
     } else if (table.rows.empty()) {
         put(y, table.stats.waiting ? "  waiting for a Python interpreter..." : "  no samples yet",
             A_NORMAL);

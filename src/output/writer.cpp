@@ -177,8 +177,30 @@ DisplayFrames::Id DisplayFrames::frame(model::FrameId id) {
     return cached = intern(std::move(entry));
 }
 
+std::string wait_label(const model::Profile& profile, model::WaitId id) {
+    const model::Wait& wait = profile.frames->waits().get(id);
+    if (wait.kind == model::WaitKind::cpu_starved) return std::string(kCpuStarvedFrame);
+    const model::StringTable& strings = profile.frames->strings();
+    std::string label = "[wait ";
+    label += wait.syscall != 0 ? std::string(strings.view(wait.syscall))
+                               : std::string(model::wait_kind_name(wait.kind));
+    if (wait.target != 0) {
+        label += ' ';
+        label += strings.view(wait.target);
+    }
+    label += ']';
+    return label;
+}
+
+std::string wait_summary(const model::FrameTable& frames, model::WaitId id) {
+    const model::Wait& wait = frames.waits().get(id);
+    if (wait.target != 0) return std::string(frames.strings().view(wait.target));
+    if (wait.syscall != 0) return std::string(frames.strings().view(wait.syscall));
+    return model::wait_kind_name(wait.kind);
+}
+
 void DisplayFrames::stack(std::uint32_t thread, model::StackId stack, bool on_cpu,
-                          std::vector<Id>& out) {
+                          model::WaitId wait, std::vector<Id>& out) {
     out.clear();
     auto synthetic = [&](std::string label, bool off_cpu = false) {
         Entry entry;
@@ -208,7 +230,22 @@ void DisplayFrames::stack(std::uint32_t thread, model::StackId stack, bool on_cp
         if (no_frames_ == kUnset) no_frames_ = synthetic(std::string(kNoFramesFrame));
         out.push_back(no_frames_);
     }
-    if (!on_cpu) {
+    if (wait >= profile_.frames->waits().size()) wait = 0; // not a wait of this recording
+    const bool starved =
+        wait != 0 && profile_.frames->waits().get(wait).kind == model::WaitKind::cpu_starved;
+    if (wait != 0 && on_cpu != starved) wait = 0; // a stray: running with a reason to wait
+    if (wait != 0) {
+        auto it = waits_.find(wait);
+        if (it == waits_.end()) {
+            Entry entry;
+            entry.label = entry.function = wait_label(profile_, wait);
+            entry.synthetic = true;
+            entry.off_cpu = !on_cpu;
+            entry.wait = wait;
+            it = waits_.emplace(wait, intern(std::move(entry))).first;
+        }
+        out.push_back(it->second);
+    } else if (!on_cpu) {
         if (off_cpu_ == kUnset) off_cpu_ = synthetic(std::string(kOffCpuFrame), true);
         out.push_back(off_cpu_);
     }

@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "spyglass/process/checked.hpp"
@@ -15,6 +16,17 @@
 namespace spyglass::process {
 
 namespace {
+
+// The soft limit of open descriptors, read once.
+long open_limit() noexcept {
+    static const long limit = [] {
+        rlimit limits{};
+        return ::getrlimit(RLIMIT_NOFILE, &limits) == 0 && limits.rlim_cur != RLIM_INFINITY
+                   ? static_cast<long>(limits.rlim_cur)
+                   : 1L << 20;
+    }();
+    return limit;
+}
 
 std::string proc_path(pid_t pid, std::string_view rest) {
     std::string path = "/proc/" + std::to_string(pid);
@@ -279,8 +291,8 @@ TaskStatReader::~TaskStatReader() {
 
 TaskStatReader::TaskStatReader(TaskStatReader&& other) noexcept
     : pid_(other.pid_), tid_(other.tid_), stat_fd_(other.stat_fd_),
-      schedstat_fd_(other.schedstat_fd_) {
-    other.stat_fd_ = other.schedstat_fd_ = -1;
+      schedstat_fd_(other.schedstat_fd_), syscall_fd_(other.syscall_fd_) {
+    other.stat_fd_ = other.schedstat_fd_ = other.syscall_fd_ = -1;
 }
 
 TaskStatReader& TaskStatReader::operator=(TaskStatReader&& other) noexcept {
@@ -290,6 +302,7 @@ TaskStatReader& TaskStatReader::operator=(TaskStatReader&& other) noexcept {
         tid_ = other.tid_;
         stat_fd_ = std::exchange(other.stat_fd_, -1);
         schedstat_fd_ = std::exchange(other.schedstat_fd_, -1);
+        syscall_fd_ = std::exchange(other.syscall_fd_, -1);
     }
     return *this;
 }
@@ -297,7 +310,8 @@ TaskStatReader& TaskStatReader::operator=(TaskStatReader&& other) noexcept {
 void TaskStatReader::close_all() noexcept {
     if (stat_fd_ >= 0) ::close(stat_fd_);
     if (schedstat_fd_ >= 0) ::close(schedstat_fd_);
-    stat_fd_ = schedstat_fd_ = -1;
+    if (syscall_fd_ >= 0) ::close(syscall_fd_);
+    stat_fd_ = schedstat_fd_ = syscall_fd_ = -1;
 }
 
 std::expected<std::uint64_t, Errc> TaskStatReader::read_run_ns() noexcept {
@@ -324,11 +338,45 @@ std::expected<TaskStatReader::Reading, Errc> TaskStatReader::read() noexcept {
     if (schedstat_fd_ >= 0) {
         n = ::pread(schedstat_fd_, buffer, sizeof buffer - 1, 0);
         if (n > 0) {
-            std::string_view sched(buffer, static_cast<std::size_t>(n));
-            std::from_chars(sched.data(), sched.data() + sched.size(), reading.run_ns);
+            // "run_ns delay_ns timeslices"
+            const char* end = buffer + n;
+            const char* at = std::from_chars(buffer, end, reading.run_ns).ptr;
+            if (at < end && *at == ' ') std::from_chars(at + 1, end, reading.delay_ns);
         }
     }
     return reading;
+}
+
+std::expected<SyscallState, Errc> TaskStatReader::read_syscall() noexcept {
+    char buffer[256];
+    ssize_t n = -1;
+    int fd = syscall_fd_;
+    bool kept = fd >= 0;
+    if (!kept) {
+        char path[64] = "/proc/";
+        char* at = std::to_chars(path + 6, path + 20, pid_).ptr;
+        std::memcpy(at, "/task/", 6);
+        at = std::to_chars(at + 6, at + 20, tid_).ptr;
+        std::memcpy(at, "/syscall", 9);
+        fd = ::open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EACCES || errno == EPERM) return std::unexpected(Errc::permission_denied);
+            if (errno == ENOENT || errno == ESRCH) return std::unexpected(Errc::process_gone);
+            return std::unexpected(Errc::io); // out of descriptors: nothing is kept open
+        }
+        // Kept while descriptors are plentiful; past half the limit each read opens its own.
+        kept = fd < 512 || fd < open_limit() / 2;
+        if (kept) syscall_fd_ = fd;
+    }
+    n = ::pread(fd, buffer, sizeof buffer - 1, 0);
+    int error = errno;
+    if (!kept) ::close(fd);
+    if (n < 0 && (error == EACCES || error == EPERM))
+        return std::unexpected(Errc::permission_denied);
+    if (n <= 0) return std::unexpected(Errc::process_gone);
+    auto state = parse_syscall(std::string_view(buffer, static_cast<std::size_t>(n)));
+    if (!state) return std::unexpected(Errc::corrupt);
+    return *state;
 }
 
 } // namespace spyglass::process

@@ -263,7 +263,12 @@ Result<TargetInfo> describe_target(pid_t pid, process::RemoteMemory& memory, Bin
     if (target.layout.gil_model == GilModel::static_globals) {
         target.gil_locked = binary.symbol("gil_locked").value_or(0);
         target.gil_last_holder = binary.symbol("gil_last_holder").value_or(0);
+        for (const char* name : {"gil_cond", "gil_mutex", "switch_cond", "switch_mutex"})
+            if (auto symbol = binary.elf.symbol(name); symbol && symbol->size > 0)
+                target.gil_statics.emplace_back(symbol->value + binary.bias, symbol->size);
     }
+    if (target.version.major == 2)
+        target.gil_lock_slot = binary.symbol("interpreter_lock").value_or(0);
     if (binary.elf.has_symtab() == false)
         target.notes.push_back(fmt::format("{} has no .symtab (stripped)", binary.path));
 

@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "spyglass/sampling/wait_capture.hpp"
+
 namespace spyglass::sampling {
 
 namespace {
@@ -37,7 +39,7 @@ ProcessSampler::ProcessSampler(std::unique_ptr<python::PythonProcess> process, s
                                const SamplerOptions& options)
     : process_(std::move(process)), slot_(slot), registry_(registry), queue_(queue),
       options_(options), capturer_(*process_, options.retries), tracer_(process_->pid()),
-      exec_watch_(process_->pid(), process_->target().interp_head_slot) {
+      exec_watch_(process_->pid(), process_->target().interp_head_slot), fds_(process_->pid()) {
     if (options_.native)
         native_context_.reserve(sizeof(native::ContextHeader) + native::kMaxStackCopy);
 }
@@ -121,16 +123,19 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
         thread.generation = generation_;
 
         // A thread that was off the CPU and has not run since is still off it: the scheduler's
-        // events say so without a read, else its run time alone does, without its stat.
-        std::uint64_t run_ns = 0;
+        // events say so without a read, else its run time alone does, without its stat. (One
+        // that was running at its previous sample ran on after it: not idle, whatever the
+        // events say now.)
+        const bool want_wait = options_.waits != model::WaitDetail::off;
+        std::uint64_t run_ns = 0, delay_ns = 0;
         char state = 0;
-        bool known_idle = false;
+        bool known_idle = false, state_read = false;
         if (sched != nullptr && options_.reuse_idle && thread.have_run_ns &&
+            (!thread.on_cpu || thread.starved) &&
             sched->seen(record.tid) == process::SchedWatch::Seen::idle) {
             known_idle = true;
             run_ns = thread.run_ns;
             state = sched->runnable(record.tid) ? 'R' : 'S';
-            ++stats.unread;
         }
         if (!known_idle && options_.reuse_idle && thread.have_run_ns && !thread.on_cpu) {
             auto run = thread.stat.read_run_ns();
@@ -138,20 +143,43 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
             run_ns = *run;
             if (run_ns == thread.run_ns) state = 'S';
         }
+        // A wait reason read for the first time needs the real state letter (D, T), not 'S'
+        // inferred from a run time that did not move.
+        if (state == 'S' && want_wait && !thread.wait_known) state = 0;
         if (state == 0) {
             auto reading = thread.stat.read();
             if (!reading) continue;
             state = reading->state;
             run_ns = reading->run_ns;
+            delay_ns = reading->delay_ns;
+            state_read = true;
+        } else if (known_idle) {
+            ++stats.unread;
         }
         bool on_cpu = state == 'R';
         if (sched != nullptr && !known_idle && !on_cpu) sched->note_off_cpu(record.tid);
         std::uint64_t cpu_ns =
             thread.have_run_ns && run_ns >= thread.run_ns ? run_ns - thread.run_ns : 0;
         bool ran = !known_idle && (!thread.have_run_ns || run_ns != thread.run_ns || on_cpu);
+        // Runnable but not running: a thread that spent more of the interval waiting for a CPU
+        // than on one (schedstat), or that the scheduler's events saw preempted and not back
+        // on a CPU since. Not what the events say of the moment of the sample: then the
+        // sampling thread itself often holds the CPU the target was preempted from.
+        bool starved = false;
+        if (on_cpu) {
+            if (known_idle)
+                starved = true;
+            else if (state_read && thread.have_delay && delay_ns >= thread.delay_ns)
+                starved = delay_ns - thread.delay_ns > cpu_ns;
+        }
+        if (state_read) {
+            thread.delay_ns = delay_ns;
+            thread.have_delay = true;
+        }
         thread.run_ns = run_ns;
         thread.have_run_ns = true;
         thread.on_cpu = on_cpu;
+        thread.starved = starved;
         // The time since this thread was last looked at: a tick that came late stands for
         // the ticks it missed (a new thread: one period).
         std::uint64_t weight = thread.last_seen_ns != 0 && now_ns > thread.last_seen_ns
@@ -164,6 +192,7 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
             (options_.filter.gil_only && !gil)) {
             ++stats.skipped;
             thread.have_previous = false; // its stack is not known any more
+            thread.wait_known = false;
             continue;
         }
         ThreadCapture base;
@@ -175,6 +204,18 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
         base.cpu_ns = cpu_ns;
         base.on_cpu = on_cpu;
         base.gil = gil;
+        if (want_wait) {
+            if (on_cpu) {
+                base.wait.read = starved ? WaitRead::cpu_starved : WaitRead::none;
+                thread.wait_known = false;
+            } else if (!ran && thread.wait_known) {
+                // Not a single instruction since: still in the same call.
+                base.wait.read = WaitRead::previous;
+                ++stats.wait_reused;
+            } else {
+                base.wait = read_wait(thread, state, stats);
+            }
+        }
         python::Address frame_pointer = record.cframe != 0 ? record.cframe : record.frame;
         if (options_.reuse_idle && !ran && thread.have_previous &&
             frame_pointer == thread.previous_frame) {
@@ -182,6 +223,7 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
             ThreadCapture* slot = queue_.reserve(0, none);
             if (slot == nullptr) {
                 ++stats.dropped;
+                thread.wait_known = false; // the resolver did not get this one
                 continue;
             }
             *slot = base;
@@ -192,7 +234,10 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
             continue;
         }
         thread.previous_frame = frame_pointer;
-        if (!push_sample(record, thread, base, stats)) ++stats.dropped;
+        if (!push_sample(record, thread, base, stats)) {
+            ++stats.dropped;
+            thread.wait_known = false;
+        }
     }
     // Forget threads that are gone (their /proc files are closed with them).
     std::erase_if(threads_, [&](const auto& entry) {
@@ -201,6 +246,15 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
         return true;
     });
     return ProcessState::sampling;
+}
+
+RawWait ProcessSampler::read_wait(ThreadState& thread, char state, PassStats& stats) {
+    ++stats.wait_reads;
+    RawWait wait = read_raw_wait(thread.stat, fds_, state);
+    // Woken between the two reads, or unreadable (no ptrace access): no reason, and the next
+    // sample tries again.
+    thread.wait_known = wait.read != WaitRead::none;
+    return wait;
 }
 
 bool ProcessSampler::push_sample(const python::ThreadRecord& record, ThreadState& thread,

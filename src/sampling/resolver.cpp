@@ -26,11 +26,17 @@ void add(NativeResolveStats& into, const NativeResolveStats& from) {
     into.cut += from.cut;
     into.mismatch += from.mismatch;
 }
+
+void add(WaitResolveStats& into, const WaitResolveStats& from) {
+    into.links_read += from.links_read;
+    into.net_parses += from.net_parses;
+    into.fd_changed += from.fd_changed;
+}
 } // namespace
 
 Resolver::Resolver(model::FrameTable& frames, model::StackTable& stacks, StackReadOptions options,
-                   model::SampleSink& sink)
-    : frames_(frames), stacks_(stacks), options_(options), sink_(sink),
+                   model::SampleSink& sink, model::WaitDetail waits)
+    : frames_(frames), stacks_(stacks), options_(options), sink_(sink), waits_(waits),
       torn_marker_(frames.marker("<unreadable: the stack changed while it was read>")),
       deeper_marker_(frames.marker("<deeper: more frames than the limit of 4096>")) {}
 
@@ -59,7 +65,16 @@ Resolver::ProcessEntry* Resolver::process_entry(std::uint32_t slot) {
     if (options_.native)
         entry.native =
             std::make_unique<NativeResolver>(context->target, frames_, options_.native_all);
+    if (waits_ != model::WaitDetail::off)
+        entry.waits = std::make_unique<WaitResolver>(context->memory, context->target);
     return &entry;
+}
+
+WaitResolveStats Resolver::wait_stats() const {
+    WaitResolveStats out = retired_wait_stats_;
+    for (const auto& [slot, entry] : processes_)
+        if (entry.waits) add(out, entry.waits->stats());
+    return out;
 }
 
 ResolveStats Resolver::stats() const {
@@ -104,6 +119,7 @@ void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawF
     case CaptureKind::process_retired:
         if (process->stacks) add(retired_stats_, process->stacks->stats());
         if (process->native) add(retired_native_, process->native->stats());
+        if (process->waits) add(retired_wait_stats_, process->waits->stats());
         processes_.erase(capture.process);
         return;
     case CaptureKind::thread_seen: {
@@ -152,8 +168,24 @@ void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawF
         thread.last_stack = sample.key.stack;
         thread.have_last = sample.status == model::StackStatus::ok;
     }
+    sample.key.wait = resolve_wait(capture, *process, thread, sample.key.stack);
     sink_.sample(sample);
     if (process->unnamed_threads) name_threads(*process, capture.process, capture.time_ns);
+}
+
+model::WaitId Resolver::resolve_wait(const ThreadCapture& capture, ProcessEntry& process,
+                                     ThreadEntry& thread, model::StackId stack) {
+    if (!process.waits) return 0;
+    model::WaitId wait = 0;
+    if (capture.wait.read == WaitRead::previous) {
+        wait = thread.last_wait;
+    } else {
+        WaitDescription described = process.waits->describe(
+            capture.wait, capture.tid, thread.interp, stacks_.get(stack), frames_, capture.time_ns);
+        wait = intern_wait(frames_, described, waits_);
+    }
+    thread.last_wait = wait;
+    return wait;
 }
 
 void Resolver::name_threads(ProcessEntry& process, std::uint32_t slot, std::uint64_t now_ns) {

@@ -308,9 +308,11 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
     info.rate_hz = options_.rate_hz;
     info.period_ns = period;
     info.start_unix_ns = realtime_ns();
+    info.waits = options_.sampler.waits;
     sink.start(info);
 
-    resolver_ = std::make_unique<Resolver>(frames_, stacks_, options_.stacks, sink);
+    resolver_ =
+        std::make_unique<Resolver>(frames_, stacks_, options_.stacks, sink, options_.sampler.waits);
     if (options_.sched_events && std::getenv("SPYGLASS_NO_SCHED_EVENTS") == nullptr)
         sched_ = process::SchedWatch::open();
     if (sched_) {
@@ -472,6 +474,7 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
     else
         resolver_->drain(queue_);
     result.resolve = resolver_->stats();
+    result.waits = resolver_->wait_stats();
     result.resolver_cpu_ns = resolver_->cpu_ns();
     const double per_sample = stats.samples == 0 ? 0.0
                                                  : static_cast<double>(result.sampling_cpu_ns) /
@@ -492,6 +495,12 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
                      native.stacks, native.unwind_failed, native.merged, native.cut,
                      native.mismatch, native.no_context);
     }
+    if (options_.sampler.waits != model::WaitDetail::off)
+        spdlog::info("wait reasons: {} read from the thread's syscall file, {} kept from the "
+                     "previous sample; {} descriptors described ({} closed or reused first), "
+                     "{} reads of the net tables",
+                     stats.wait_reads, stats.wait_reused, result.waits.links_read,
+                     result.waits.fd_changed, result.waits.net_parses);
     sink.finish(totals);
     result.totals = totals;
     return result;

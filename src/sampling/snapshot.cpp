@@ -9,6 +9,8 @@
 #include "spyglass/sampling/native_capture.hpp"
 #include "spyglass/sampling/native_resolve.hpp"
 #include "spyglass/sampling/stack_reader.hpp"
+#include "spyglass/sampling/wait_capture.hpp"
+#include "spyglass/sampling/wait_resolve.hpp"
 
 namespace spyglass::sampling {
 
@@ -69,6 +71,9 @@ Result<model::ProcessSnapshot> take_snapshot(python::PythonProcess& process,
     NativeStats native_stats;
     std::vector<std::uint8_t> context;
     std::vector<model::FrameId> merged;
+    process::FdDirectory fds(target.pid);
+    std::optional<WaitResolver> waits;
+    if (options.waits != model::WaitDetail::off) waits.emplace(process.shared_memory(), target);
 
     for (const python::ThreadRecord& record : records) {
         model::ThreadSnapshot& thread = snapshot.threads.emplace_back();
@@ -81,10 +86,14 @@ Result<model::ProcessSnapshot> take_snapshot(python::PythonProcess& process,
             thread.name = it->second;
         else if (record.tid != 0)
             thread.name = process::task_comm(target.pid, record.tid).value_or("");
+        RawWait raw_wait;
         if (record.tid != 0) {
-            if (auto stat = process::read_task_stat(target.pid, record.tid)) {
-                thread.os_state = stat->state;
-                thread.on_cpu = stat->on_cpu();
+            process::TaskStatReader stat(target.pid, record.tid);
+            if (auto reading = stat.read()) {
+                thread.os_state = reading->state;
+                thread.on_cpu = reading->state == 'R';
+                // Read with the state, before the stack: the call it was blocked in then.
+                if (waits && !thread.on_cpu) raw_wait = read_raw_wait(stat, fds, reading->state);
             }
         }
         if (record.holds_gil >= 0) {
@@ -140,6 +149,16 @@ Result<model::ProcessSnapshot> take_snapshot(python::PythonProcess& process,
         thread.status = outcome == StackOutcome::torn        ? model::StackStatus::torn
                         : outcome == StackOutcome::truncated ? model::StackStatus::truncated
                                                              : model::StackStatus::ok;
+        if (waits && raw_wait.read != WaitRead::none) {
+            WaitDescription wait =
+                waits->describe(raw_wait, record.tid, record.interp, thread.frames, frames, 0);
+            thread.wait.kind = wait.kind;
+            if (options.waits == model::WaitDetail::full) {
+                thread.wait.syscall = std::move(wait.syscall);
+                thread.wait.target = std::move(wait.target);
+                thread.wait.detail = std::move(wait.detail);
+            }
+        }
         if (outcome == StackOutcome::gone) {
             if (!process::process_exists(target.pid))
                 return fail(Errc::process_gone, "process {} exited while it was being read",

@@ -15,6 +15,7 @@
 #include "fake_python.hpp"
 
 #include "spyglass/process/fake_memory.hpp"
+#include "spyglass/process/proc_waits.hpp"
 #include "spyglass/process/procfs.hpp"
 #include "spyglass/python/code.hpp"
 #include "spyglass/python/debug_offsets.hpp"
@@ -100,6 +101,15 @@ void text(std::span<const std::uint8_t> data) {
     std::string_view input(reinterpret_cast<const char*>(data.data()), data.size());
     (void)spyglass::process::parse_stat(input);
     (void)spyglass::process::parse_maps(input);
+    // What the wait reasons are read from.
+    (void)spyglass::process::parse_syscall(input);
+    (void)spyglass::process::parse_fd_link(input);
+    (void)spyglass::process::parse_epoll_fdinfo(input);
+    spyglass::process::SocketTable sockets;
+    spyglass::process::parse_net_inet(input, spyglass::process::SocketProtocol::tcp, false,
+                                      sockets);
+    spyglass::process::parse_net_inet(input, spyglass::process::SocketProtocol::udp, true, sockets);
+    spyglass::process::parse_net_unix(input, sockets);
     (void)spyglass::python::find_version_string(data);
     (void)spyglass::python::version_from_file_name(input);
     (void)spyglass::python::decode_interp_head_function(data, kBase);

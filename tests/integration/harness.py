@@ -64,12 +64,12 @@ def selected_versions():
     return labels
 
 
-def interpreter_tests(base, module_globals):
-    """Makes one TestCase class per expected interpreter from `base` (which has no test_ in
-    its name), each with `python` and `label` set; missing ones skip with their reason, and so
-    do versions left out by SPYGLASS_TEST_VERSIONS."""
+def interpreter_tests(base, module_globals, labels=None):
+    """Makes one TestCase class per expected interpreter (or per label of `labels`) from `base`
+    (which has no test_ in its name), each with `python` and `label` set; missing ones skip
+    with their reason, and so do versions left out by SPYGLASS_TEST_VERSIONS."""
     selected = selected_versions()
-    for label in EXPECTED:
+    for label in labels or EXPECTED:
         path, reason = find_interpreter(label)
         if selected is not None and label not in selected:
             path, reason = None, "not in SPYGLASS_TEST_VERSIONS=%s" % ",".join(selected)

@@ -59,14 +59,15 @@ class OutputConsumers(unittest.TestCase):
 
     # --- pprof ---------------------------------------------------------------------------
 
-    def pprof(self, *args):
+    def pprof(self, *args, **kwargs):
         go = shutil.which("go")
         if go is None:
             reason = "go is not installed (package golang-go; scripts/setup installs it)"
             sys.stderr.write("SKIP %s: %s\n" % (self.id(), reason))
             raise unittest.SkipTest(reason)
         env = dict(os.environ, HOME=self.dir, PPROF_TMPDIR=self.dir)
-        result = subprocess.run([go, "tool", "pprof"] + list(args) + [self.path("profile.pb.gz")],
+        profile = self.path(kwargs.get("profile", "profile.pb.gz"))
+        result = subprocess.run([go, "tool", "pprof"] + list(args) + [profile],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 encoding="utf-8", timeout=harness.TIMEOUT, env=env)
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -124,6 +125,21 @@ class OutputConsumers(unittest.TestCase):
         cpu = self.pprof("-top", "-sample_index=cpu")
         self.assertIn("Type: cpu", cpu)
         self.assertIn("Total samples = %gms" % (self.expected["cpu_ns"] / 1e6), cpu)
+
+    def test_pprof_wait_labels(self):
+        # make_wait_fixture: MainThread waits 3 ticks on tcp 127.0.0.1:5432 and 1 on the GIL;
+        # the worker 4 in queue.Queue.get, 3 asleep, 1 on a socket (kind only).
+        tags = self.pprof("-tags", "-sample_index=samples", profile="waits.pb.gz")
+        self.assertRegex(tags, r"wait: Total 13(\.0)?\n")
+        for value, count in (("socket", 4), ("lock", 4), ("sleep", 3), ("gil", 1),
+                             ("cpu-starved", 1)):
+            self.assertRegex(tags, r"\n\s+%d(\.0)? \(.*\): %s\n" % (count, re.escape(value)))
+        self.assertRegex(tags, r"\n\s+3(\.0)? \(.*\): tcp 127\.0\.0\.1:5432\n")
+        self.assertRegex(tags, r"\n\s+4(\.0)? \(.*\): queue\.Queue\.get\n")
+        top = self.pprof("-top", "-sample_index=samples", "-tagfocus=wait_target=tcp 127.0.0.1:5432",
+                         profile="waits.pb.gz")
+        self.assertIn("Cursor.execute", top)
+        self.assertNotIn("Queue.get", top)
 
     def test_pprof_tagfocus_off_cpu(self):
         text = self.pprof("-top", "-tagfocus=state=off-cpu")

@@ -24,9 +24,9 @@ WORKLOAD = os.path.join(harness.WORKLOADS, "top_target.py")
 SCREEN_VERSIONS = ("3.12", "2.7")
 WIDTH, HEIGHT = 120, 40
 
-Row = collections.namedtuple("Row", "own total own_time total_time on_cpu label function")
+Row = collections.namedtuple("Row", "own total own_time total_time on_cpu wait label function")
 ROW = re.compile(r"^\s*(\d+\.\d)%\s+(\d+\.\d)%\s+(\d+(?:\.\d+)?)([sh])\s+(\d+(?:\.\d+)?)([sh])"
-                 r"\s+(\d+%|-)  (\S.*?)\s*$")
+                 r"\s+(\d+%|-) (.{22})  (\S.*?)\s*$")
 HEADER = re.compile(r"^spyglass top  pid (\d+)", re.M)
 EXITED = re.compile(r"^spyglass-exit=(\d+)$", re.M)
 
@@ -48,8 +48,8 @@ def parse_rows(text):
         scale = lambda unit: 3600.0 if unit == "h" else 1.0  # noqa: E731
         on_cpu = None if m.group(7) == "-" else int(m.group(7)[:-1])
         rows.append(Row(float(m.group(1)), float(m.group(2)), float(m.group(3)) * scale(m.group(4)),
-                        float(m.group(5)) * scale(m.group(6)), on_cpu, m.group(8),
-                        m.group(8).split(" (", 1)[0]))
+                        float(m.group(5)) * scale(m.group(6)), on_cpu, m.group(8).strip(),
+                        m.group(9), m.group(9).split(" (", 1)[0]))
     return rows
 
 
@@ -89,7 +89,7 @@ class TopOnceTests(harness.InterpreterCase):
         self.assertGreater(gil, 50)  # the burner holds it, nobody else wants it
         self.assertEqual(lines[3], "View wall | By function | Cumulative | All threads | Sort %Own")
         self.assertEqual(lines[5].split(), ["%Own", "%Total", "OwnTime", "TotalTime", "OnCPU",
-                                            "Function", "(file:line)"])
+                                            "Waiting", "on", "Function", "(file:line)"])
         rows = parse_rows(out)
         self.assertEqual(rows[0].function, "wait_here", out)
         functions = by_function(rows)
@@ -141,7 +141,7 @@ class TopOnceTests(harness.InterpreterCase):
         tables = HEADER.split(out)[1:]
         self.assertGreaterEqual(len(tables), 6)  # (pid, table) pairs: two or more, and the last
         for table in tables[1::2]:
-            self.assertIn("  %Own  %Total   OwnTime  TotalTime  OnCPU  Function", table)
+            self.assertIn("  %Own  %Total   OwnTime  TotalTime  OnCPU Waiting on", table)
             rows = parse_rows(table)
             self.assertTrue(rows, table)
             self.assertLessEqual(len(rows), 25)

@@ -42,6 +42,7 @@ struct FixtureTick {
     bool on_cpu;
     bool gil;
     std::uint64_t cpu_ns;
+    model::WaitId wait = 0;
 };
 
 // Adds ticks (each a list of thread samples taken at the same time) to the profile: aggregated
@@ -54,7 +55,7 @@ inline void add_ticks(OutputFixture& fixture, const std::vector<std::vector<Fixt
         std::uint64_t start = profile.totals.elapsed_ns + t * profile.info.period_ns;
         for (const FixtureTick& tick : ticks[t]) {
             bool merged = false;
-            const model::SampleKey key{tick.thread, tick.stack, tick.on_cpu, tick.gil};
+            const model::SampleKey key{tick.thread, tick.stack, tick.on_cpu, tick.gil, tick.wait};
             const std::uint64_t weight = profile.info.period_ns;
             for (model::AggregatedSample& s : profile.samples) {
                 if (s.key == key) {
@@ -72,14 +73,15 @@ inline void add_ticks(OutputFixture& fixture, const std::vector<std::vector<Fixt
             if (index >= 0) {
                 model::TimelineEntry& entry = profile.timeline[static_cast<std::size_t>(index)];
                 if (entry.stack == tick.stack && entry.on_cpu == tick.on_cpu &&
-                    entry.start_ns + entry.weight_ns == start) {
+                    entry.wait == tick.wait && entry.start_ns + entry.weight_ns == start) {
                     ++entry.count;
                     entry.weight_ns += weight;
                     continue;
                 }
             }
             index = static_cast<std::int64_t>(profile.timeline.size());
-            profile.timeline.push_back({tick.thread, tick.stack, tick.on_cpu, start, 1, weight});
+            profile.timeline.push_back(
+                {tick.thread, tick.stack, tick.on_cpu, start, 1, weight, tick.wait});
         }
     }
     profile.totals.ticks += ticks.size();
@@ -164,6 +166,71 @@ inline std::unique_ptr<OutputFixture> make_output_fixture(bool timeline = true) 
                   {m(parsing, true), w(worker, true, false), z},
                   {m(busy, true, false), w(worker, true, true), z},
                   {m(busy, true), w(worker, false, false), z},
+              },
+              timeline);
+    return fixture;
+}
+
+// A recording with wait reasons (docs/waits.md), 8 ticks of two threads of pid 4300:
+//   MainThread  on-CPU in execute, then waiting on a TCP peer (3 ticks), on the GIL, runnable
+//               but starved of a CPU, and off-CPU once with no reason known
+//   worker      in queue.Queue.get (4 ticks), then sleeping (3), then a socket wait with the
+//               kind alone (what --waits=kind keeps)
+inline std::unique_ptr<OutputFixture> make_wait_fixture(bool timeline = true) {
+    auto fixture = std::make_unique<OutputFixture>();
+    model::FrameTable& frames = fixture->frames;
+    model::Profile& profile = fixture->profile;
+    profile.frames = &frames;
+    profile.stacks = &fixture->stacks;
+    profile.info.command = {"python3", "/srv/app/server.py"};
+    profile.info.rate_hz = 100;
+    profile.info.period_ns = 10'000'000;
+    profile.info.start_unix_ns = 1'700'000'000'000'000'000ull;
+    profile.totals.pids = {4300};
+    profile.totals.python_version = "3.12.1";
+    profile.threads = {{4300, 4300, 0x7f0000001000, "MainThread"},
+                       {4300, 4301, 0x7f0000002000, "worker"}};
+    auto& strings = frames.strings();
+    auto frame = [&](const char* function, const char* file, int line) {
+        return frames.intern(
+            {strings.intern(function), strings.intern(file), line, line, model::FrameKind::python});
+    };
+    auto wait = [&](model::WaitKind kind, const char* syscall, const char* target) {
+        return frames.waits().intern(
+            {kind, *syscall ? strings.intern(syscall) : 0, *target ? strings.intern(target) : 0});
+    };
+    model::FrameId handler = frame("handler", "/srv/app/app.py", 40);
+    model::FrameId execute =
+        frame("Cursor.execute", "/opt/venv/lib/python3.12/site-packages/psycopg/cursor.py", 732);
+    model::FrameId get = frame("Queue.get", "/usr/lib/python3.12/queue.py", 171);
+    model::FrameId cond = frame("Condition.wait", "/usr/lib/python3.12/threading.py", 355);
+    model::FrameId nap = frame("nap", "/srv/app/app.py", 12);
+    model::StackId db = fixture->stacks.intern(std::vector<model::FrameId>{execute, handler});
+    model::StackId queue = fixture->stacks.intern(std::vector<model::FrameId>{cond, get});
+    model::StackId sleeping = fixture->stacks.intern(std::vector<model::FrameId>{nap});
+    using K = model::WaitKind;
+    model::WaitId tcp = wait(K::socket, "recvfrom", "tcp 127.0.0.1:5432");
+    model::WaitId gil = wait(K::gil, "futex", "GIL");
+    model::WaitId starved = wait(K::cpu_starved, "", "");
+    model::WaitId queued = wait(K::lock, "futex", "queue.Queue.get");
+    model::WaitId sleep = wait(K::sleep, "clock_nanosleep", "");
+    model::WaitId socket_kind = wait(K::socket, "", "");
+    auto m = [&](bool cpu, model::WaitId w) {
+        return FixtureTick{0, db, cpu, cpu, cpu ? 9'000'000u : 40'000u, w};
+    };
+    auto w = [&](model::StackId s, model::WaitId id) {
+        return FixtureTick{1, s, false, false, 0, id};
+    };
+    add_ticks(*fixture,
+              {
+                  {m(true, 0), w(queue, queued)},
+                  {m(false, tcp), w(queue, queued)},
+                  {m(false, tcp), w(queue, queued)},
+                  {m(false, tcp), w(queue, queued)},
+                  {m(false, gil), w(sleeping, sleep)},
+                  {m(true, starved), w(sleeping, sleep)},
+                  {m(false, 0), w(sleeping, sleep)},
+                  {m(true, 0), w(db, socket_kind)},
               },
               timeline);
     return fixture;

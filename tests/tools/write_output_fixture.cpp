@@ -5,7 +5,8 @@
 //
 // writes DIR/profile.txt (folded), DIR/profile.pb.gz (pprof), DIR/profile.json (speedscope,
 // from the timeline), DIR/profile-samples.json (speedscope, without a timeline),
-// DIR/profile.svg (flame graph) and DIR/profile.trace.json (Chrome trace), and prints what
+// DIR/profile.svg (flame graph), DIR/profile.trace.json (Chrome trace) and DIR/waits.pb.gz
+// (pprof of make_wait_fixture's recording, with wait labels), and prints what
 // they must contain as one JSON object.
 #include <cstdio>
 #include <map>
@@ -53,7 +54,8 @@ int main(int argc, char** argv) {
         write(profile, output::Format::speedscope, dir + "/profile.json") &&
         write(no_timeline->profile, output::Format::speedscope, dir + "/profile-samples.json") &&
         write(profile, output::Format::flamegraph, dir + "/profile.svg") &&
-        write(profile, output::Format::chrometrace, dir + "/profile.trace.json");
+        write(profile, output::Format::chrometrace, dir + "/profile.trace.json") &&
+        write(testing::make_wait_fixture()->profile, output::Format::pprof, dir + "/waits.pb.gz");
     if (!ok) return 1;
 
     // What the files must show.

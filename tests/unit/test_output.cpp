@@ -198,8 +198,8 @@ TEST(OutputDisplayFrames, OneIdPerLabel) {
     };
     output::DisplayFrames display(profile);
     std::vector<output::DisplayFrames::Id> a, b;
-    display.stack(0, find(12), true, a);  // compute:12
-    display.stack(0, find(14), false, b); // compute:14
+    display.stack(0, find(12), true, 0, a);  // compute:12
+    display.stack(0, find(14), false, 0, b); // compute:14
     ASSERT_EQ(a.size(), 5u);
     ASSERT_EQ(b.size(), 6u);
     EXPECT_EQ(std::vector(a.begin(), a.end()), std::vector(b.begin(), b.end() - 1));
@@ -210,6 +210,75 @@ TEST(OutputDisplayFrames, OneIdPerLabel) {
     EXPECT_EQ(display[a[4]].line, 0);
     EXPECT_TRUE(display[b[5]].off_cpu);
     EXPECT_EQ(display[b[5]].label, output::kOffCpuFrame);
+}
+
+TEST(OutputWaits, PseudoFrameSyntax) {
+    auto fixture = spyglass::testing::make_wait_fixture();
+    const model::Profile& profile = fixture->profile;
+    model::WaitTable& waits = fixture->frames.waits();
+    auto& strings = fixture->frames.strings();
+    auto id = [&](model::WaitKind kind, const char* syscall, const char* target) {
+        return waits.intern(
+            {kind, *syscall ? strings.intern(syscall) : 0, *target ? strings.intern(target) : 0});
+    };
+    using K = model::WaitKind;
+    EXPECT_EQ(output::wait_label(profile, id(K::socket, "recvfrom", "tcp 127.0.0.1:5432")),
+              "[wait recvfrom tcp 127.0.0.1:5432]");
+    EXPECT_EQ(output::wait_label(profile, id(K::sleep, "clock_nanosleep", "")),
+              "[wait clock_nanosleep]");
+    EXPECT_EQ(output::wait_label(profile, id(K::io, "", "")), "[wait io]");
+    EXPECT_EQ(output::wait_label(profile, id(K::socket, "", "")), "[wait socket]"); // --waits=kind
+    EXPECT_EQ(output::wait_label(profile, id(K::kernel, "", "folio_wait_bit")),
+              "[wait kernel folio_wait_bit]");
+    EXPECT_EQ(output::wait_label(profile, id(K::cpu_starved, "", "")), output::kCpuStarvedFrame);
+    // top's rows: the target, else the call, else the kind.
+    EXPECT_EQ(output::wait_summary(fixture->frames, id(K::gil, "futex", "GIL")), "GIL");
+    EXPECT_EQ(output::wait_summary(fixture->frames, id(K::sleep, "clock_nanosleep", "")),
+              "clock_nanosleep");
+    EXPECT_EQ(output::wait_summary(fixture->frames, id(K::io, "", "")), "io");
+}
+
+// The wait replaces [off-cpu] as the leaf of an off-CPU sample; a cpu-starved sample is on-CPU
+// and gets [cpu-starved]; a wait that contradicts the state is not shown.
+TEST(OutputWaits, TheLeafOfASample) {
+    auto fixture = spyglass::testing::make_wait_fixture();
+    const model::Profile& profile = fixture->profile;
+    model::WaitTable& waits = fixture->frames.waits();
+    auto& strings = fixture->frames.strings();
+    model::WaitId gil =
+        waits.intern({model::WaitKind::gil, strings.intern("futex"), strings.intern("GIL")});
+    model::WaitId starved = waits.intern({model::WaitKind::cpu_starved, 0, 0});
+    model::StackId stack = profile.samples.front().key.stack;
+    output::DisplayFrames display(profile);
+    std::vector<output::DisplayFrames::Id> off, unknown, cpu, on_with_wait, off_starved;
+    display.stack(0, stack, false, gil, off);
+    display.stack(0, stack, false, 0, unknown);
+    display.stack(0, stack, true, starved, cpu);
+    display.stack(0, stack, true, gil, on_with_wait);
+    display.stack(0, stack, false, starved, off_starved);
+    EXPECT_EQ(display[off.back()].label, "[wait futex GIL]");
+    EXPECT_EQ(display[off.back()].wait, gil);
+    EXPECT_TRUE(display[off.back()].off_cpu);
+    EXPECT_EQ(display[unknown.back()].label, output::kOffCpuFrame);
+    EXPECT_EQ(display[cpu.back()].label, output::kCpuStarvedFrame);
+    EXPECT_FALSE(display[cpu.back()].off_cpu);
+    EXPECT_EQ(on_with_wait.size(), off.size() - 1); // no leaf pseudo-frame at all
+    EXPECT_EQ(display[off_starved.back()].label, output::kOffCpuFrame);
+    // Every off-CPU line of the folded output ends in [off-cpu] or [wait ...]: excluding
+    // both leaves the on-CPU time (docs/output-formats.md).
+    auto lines = parse_folded(spyglass::testing::write_to_string(profile, Format::folded));
+    std::uint64_t on = 0, total = 0;
+    for (const auto& [stack_text, count] : lines) {
+        total += count;
+        if (stack_text.find("[off-cpu]") == std::string::npos &&
+            stack_text.find("[wait ") == std::string::npos)
+            on += count;
+    }
+    std::uint64_t on_samples = 0;
+    for (const model::AggregatedSample& s : profile.samples)
+        if (s.key.on_cpu) on_samples += s.count;
+    EXPECT_EQ(total, 16u);
+    EXPECT_EQ(on, on_samples);
 }
 
 TEST(OutputXml, Escaping) {
@@ -239,10 +308,13 @@ TEST(OutputFlamegraph, PrunesFramesNarrowerThanATenthOfAPixel) {
                 {strings.intern("fn_" + std::to_string(next() % 5000)),
                  strings.intern("/srv/app/mod.py"), static_cast<int>(next() % 100 + 1), 1,
                  model::FrameKind::python}));
-        profile.samples.push_back({0, fixture->stacks.intern(stack), true, true, 1, 1000});
+        model::SampleKey key{0, fixture->stacks.intern(stack), true, true};
+        profile.samples.push_back({key, 1, 1000});
     }
     profile.samples.push_back(profile.samples[0]);
-    profile.samples.back().count = 1'000'000; // the rest is under 0.1 px each
+    // The rest is under 0.1 px each (the flame graph weighs samples by their time).
+    profile.samples.back().count = 1'000'000;
+    profile.samples.back().weight_ns = 1'000'000 * profile.info.period_ns;
     std::string svg = spyglass::testing::write_to_string(profile, Format::flamegraph);
     std::size_t frames = 0;
     for (std::size_t at = svg.find("<g><title>"); at != std::string::npos;

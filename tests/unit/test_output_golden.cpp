@@ -111,6 +111,22 @@ TEST(OutputGolden, SpeedscopeFromTheSamples) {
                   spyglass::testing::write_to_string(fixture->profile, Format::speedscope));
 }
 
+// Wait reasons in every format: the pseudo-frames of folded, speedscope and the flame graph,
+// pprof's labels, the Chrome trace's args.
+TEST(OutputGolden, Waits) {
+    auto fixture = spyglass::testing::make_wait_fixture();
+    const model::Profile& profile = fixture->profile;
+    expect_golden("folded-waits.txt", spyglass::testing::write_to_string(profile, Format::folded));
+    expect_golden("pprof-waits.txtpb",
+                  decoded_pprof(spyglass::testing::write_to_string(profile, Format::pprof)));
+    expect_golden("speedscope-waits.json",
+                  spyglass::testing::write_to_string(profile, Format::speedscope));
+    expect_golden("chrometrace-waits.json",
+                  spyglass::testing::write_to_string(profile, Format::chrometrace));
+    expect_golden("flamegraph-waits.svg",
+                  spyglass::testing::write_to_string(profile, Format::flamegraph));
+}
+
 TEST(OutputGolden, Flamegraph) {
     auto fixture = spyglass::testing::make_output_fixture();
     expect_golden("flamegraph.svg",

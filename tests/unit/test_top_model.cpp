@@ -43,6 +43,10 @@ struct Synthetic {
                                           frames.strings().intern(file), line, first_line,
                                           model::FrameKind::python});
     }
+    model::WaitId wait(model::WaitKind kind, const char* syscall, const char* target) {
+        return frames.waits().intern({kind, *syscall ? frames.strings().intern(syscall) : 0,
+                                      *target ? frames.strings().intern(target) : 0});
+    }
     StackId stack(std::initializer_list<FrameId> innermost_first) {
         std::vector<FrameId> ids(innermost_first);
         return stacks.intern(ids);
@@ -50,7 +54,7 @@ struct Synthetic {
     static constexpr std::uint64_t kPeriodNs = 10'000'000;
     // `count` passes in which `thread` is sampled with `stack`, each standing for `weight_ns`.
     void add(std::uint32_t thread, StackId stack, std::uint64_t count, bool on_cpu = true,
-             bool gil = false, std::uint64_t weight_ns = kPeriodNs) {
+             bool gil = false, std::uint64_t weight_ns = kPeriodNs, model::WaitId wait = 0) {
         for (std::uint64_t i = 0; i < count; ++i) {
             model::Sample sample;
             sample.key.thread = thread;
@@ -59,6 +63,7 @@ struct Synthetic {
             sample.key.stack = stack;
             sample.key.on_cpu = on_cpu;
             sample.key.gil = gil;
+            sample.key.wait = wait;
             model.sample(sample);
         }
     }
@@ -70,7 +75,10 @@ struct Synthetic {
             r.own /= kPeriodNs;
             r.total /= kPeriodNs;
             r.own_on_cpu /= kPeriodNs;
+            r.wait_time /= kPeriodNs;
         }
+        for (output::TopWaitRow& w : t.waits)
+            w.time /= kPeriodNs;
         t.period_s *= static_cast<double>(kPeriodNs);
         return t;
     }
@@ -306,6 +314,76 @@ TEST(TopModel, HeaderCounts) {
     EXPECT_EQ(row(t, "<unreadable>").own, 1u);
 }
 
+// What threads waited for: the "Waiting on" rows (longest first, with how many threads and
+// the function most of it was spent under), each function's main wait, and the wait filter.
+TEST(TopModel, WaitingOn) {
+    Synthetic s;
+    FrameId main = s.frame("main", 1), query = s.frame("query", 10), take = s.frame("take", 20);
+    model::WaitId db = s.wait(model::WaitKind::socket, "recvfrom", "tcp 127.0.0.1:5432");
+    model::WaitId gil = s.wait(model::WaitKind::gil, "futex", "GIL");
+    model::WaitId starved = s.wait(model::WaitKind::cpu_starved, "", "");
+    StackId in_query = s.stack({query, main}), in_take = s.stack({take, main});
+    s.add(0, in_query, 5, false, false, Synthetic::kPeriodNs, db);
+    s.add(1, in_query, 3, false, false, Synthetic::kPeriodNs, db);
+    s.add(0, in_query, 2, false, false, Synthetic::kPeriodNs, gil);
+    s.add(2, in_take, 4, false, false, Synthetic::kPeriodNs, gil);
+    s.add(2, in_take, 1, false); // off-CPU, no reason read
+    s.add(1, in_take, 2, true, false, Synthetic::kPeriodNs, starved);
+    s.add(0, in_take, 3, true, true); // running: no wait
+
+    TopTable table = s.table();
+    ASSERT_EQ(table.waits.size(), 4u);
+    EXPECT_EQ(table.waits[0].label, "tcp 127.0.0.1:5432");
+    EXPECT_EQ(table.waits[0].kind, "socket");
+    EXPECT_EQ(table.waits[0].time, 8u);
+    EXPECT_EQ(table.waits[0].threads, 2u);
+    EXPECT_EQ(table.waits[0].top_function, "query (pkg/mod.py:1)"); // by function: first line
+    EXPECT_EQ(table.waits[1].label, "GIL");
+    EXPECT_EQ(table.waits[1].time, 6u);
+    EXPECT_EQ(table.waits[1].top_function, "take (pkg/mod.py:1)");
+    EXPECT_EQ(table.waits[2].label, "cpu-starved");
+    EXPECT_EQ(table.waits[2].time, 2u);
+    EXPECT_EQ(table.waits[3].label, "(reason not read)");
+    EXPECT_EQ(table.waits[3].time, 1u);
+    // A row's column: what most of its own waiting was, and how much of its own time.
+    EXPECT_EQ(row(table, "query").wait, "tcp 127.0.0.1:5432");
+    EXPECT_EQ(row(table, "query").wait_time, 8u);
+    EXPECT_EQ(row(table, "take").wait, "GIL");
+    EXPECT_EQ(row(table, "main").wait, ""); // never innermost
+    EXPECT_THAT(output::top_row(row(table, "query"), table, false, 0),
+                HasSubstr("     0% 80% tcp 127.0.0.1:5432  query (pkg/mod.py:1)"));
+
+    // The filter: only the samples that waited on the database.
+    TopQuery only_db;
+    only_db.wait = db;
+    TopTable filtered = s.table(only_db);
+    EXPECT_EQ(filtered.samples, 8u);
+    EXPECT_THAT(names(filtered), ElementsAre("query", "main"));
+    ASSERT_EQ(filtered.waits.size(), 1u);
+
+    // The waits the filter cycles through, in the order they came.
+    std::vector<output::TopWait> waits = s.model.waits();
+    ASSERT_EQ(waits.size(), 3u);
+    EXPECT_EQ(waits[0].wait, db);
+    EXPECT_EQ(waits[1].label, "GIL");
+    EXPECT_EQ(waits[2].kind, "cpu-starved");
+
+    // The plain "Waiting on" table.
+    output::TopView view;
+    view.query.waits = true;
+    std::string text = output::plain_table(s.model.table(view.query), output::TopTarget{}, view,
+                                           s.model.threads(), 0, 0);
+    EXPECT_THAT(text, HasSubstr(" %Wall      Time Threads Kind         Waiting on  (mostly "
+                                "under)\n"));
+    EXPECT_THAT(text, HasSubstr(" 40.0%     0.08s       2 socket       tcp 127.0.0.1:5432  "
+                                "(query (pkg/mod.py:1))\n"));
+    EXPECT_THAT(text, HasSubstr("View wall | Waiting on | Cumulative | All threads | Sort time"));
+    view.query.wait = gil;
+    text = output::plain_table(s.model.table(view.query), output::TopTarget{}, view,
+                               s.model.threads(), 0, 0);
+    EXPECT_THAT(text, HasSubstr("| Waiting on GIL\n"));
+}
+
 TEST(TopLabel, FitsTheWidthKeepingTheFunctionName) {
     using output::fit_label;
     const char* file = "/usr/lib/python3.12/site-packages/pkg/sub/mod.py";
@@ -364,6 +442,20 @@ TEST(TopKeys, SortFilterToggles) {
     apply_key(view, 'T', threads);
     EXPECT_EQ(view.query.thread, 2u);
 
+    std::vector<output::TopWait> waits = {{3, "GIL", "gil"}, {7, "tcp 10.0.0.1:80", "socket"}};
+    apply_key(view, 'v', threads, waits);
+    EXPECT_TRUE(view.query.waits);
+    apply_key(view, 'w', threads, waits);
+    EXPECT_EQ(view.query.wait, 3u);
+    apply_key(view, 'w', threads, waits);
+    EXPECT_EQ(view.query.wait, 7u);
+    apply_key(view, 'w', threads, waits);
+    EXPECT_FALSE(view.query.wait);
+    apply_key(view, 'W', threads, waits);
+    EXPECT_EQ(view.query.wait, 7u);
+    apply_key(view, 'v', threads, waits);
+    EXPECT_FALSE(view.query.waits);
+
     EXPECT_EQ(apply_key(view, 'p', threads), TopAction::pause);
     EXPECT_TRUE(view.paused);
     EXPECT_EQ(apply_key(view, 'r', threads), TopAction::reset);
@@ -400,10 +492,10 @@ TEST(TopPlain, HeaderAndRowsAsPlainText) {
     EXPECT_THAT(text, HasSubstr("On-CPU 0.0%  Waiting 100.0%  GIL 0.0%\n"));
     EXPECT_THAT(text, HasSubstr("View wall | By function | Cumulative | Thread 101 (w1) | Sort "
                                 "%Own\n"));
-    EXPECT_THAT(text, HasSubstr("  %Own  %Total   OwnTime  TotalTime  OnCPU  Function "
-                                "(file:line)\n"
-                                "100.0%  100.0%     3.00s      3.00s     0%  wait_here "
-                                "(/w/top_target.py:27)\n"));
+    EXPECT_THAT(text, HasSubstr("  %Own  %Total   OwnTime  TotalTime  OnCPU Waiting on           "
+                                "   Function (file:line)\n"
+                                "100.0%  100.0%     3.00s      3.00s     0% -                     "
+                                "  wait_here (/w/top_target.py:27)\n"));
     EXPECT_THAT(text, Not(HasSubstr("burn")));
     EXPECT_EQ(text.find('\x1b'), std::string::npos);
 
@@ -413,17 +505,21 @@ TEST(TopPlain, HeaderAndRowsAsPlainText) {
     EXPECT_THAT(text, HasSubstr(" 75.0%   75.0%     0%  wait_here (/w/top_target.py:27)\n"));
     EXPECT_THAT(text, HasSubstr("(1 more rows)\n"));
 
-    // Too narrow for every column beside a readable name: the time columns go.
+    // Too narrow for every column beside a readable name: the time columns go, then the wait.
     TopTable table = s.model.table(view.query);
     std::size_t name_column = 0;
     EXPECT_EQ(output::top_titles(50, &name_column), "  %Own  %Total  OnCPU  Function (file:line)");
     EXPECT_EQ(name_column, 23u);
     EXPECT_EQ(output::top_row(table.rows[0], table, false, 50), " 75.0%   75.0%     0%  wait_here");
+    EXPECT_EQ(output::top_titles(80, &name_column),
+              "  %Own  %Total  OnCPU Waiting on              Function (file:line)");
+    EXPECT_EQ(name_column, 46u);
     EXPECT_EQ(output::top_row(table.rows[0], table, false, 100),
-              " 75.0%   75.0%     3.00s      3.00s     0%  wait_here (/w/top_target.py:27)");
+              " 75.0%   75.0%     3.00s      3.00s     0% -                       wait_here "
+              "(/w/top_target.py:27)");
     EXPECT_EQ(output::top_row(table.rows[0], table, false, 40), " 75.0%   75.0%     0%  wait_here");
     output::top_titles(0, &name_column);
-    EXPECT_EQ(name_column, 44u);
+    EXPECT_EQ(name_column, 67u);
 }
 
 } // namespace

@@ -16,8 +16,10 @@ struct DumpOptions {
     bool nonblocking = false;  // py-spy's spelling of the default
     bool subprocesses = false; // also the Python processes among its descendants
     bool full_filenames = false;
-    bool native = false;     // with each thread's native (C/C++) frames
-    bool native_all = false; // and the interpreter's own frames
+    bool native = false;        // with each thread's native (C/C++) frames
+    bool native_all = false;    // and the interpreter's own frames
+    std::string waits = "full"; // --waits: full | kind
+    bool no_waits = false;      // --no-waits
 };
 
 int run_dump(const DumpOptions& options);
@@ -37,8 +39,10 @@ struct SamplingOptions {
     bool function = false;
     bool nolineno = false;
     bool jitter = false;
-    bool native = false;     // --native: native (C/C++) frames merged with the Python ones
-    bool native_all = false; // --native-all: and the interpreter's own frames
+    bool native = false;        // --native: native (C/C++) frames merged with the Python ones
+    bool native_all = false;    // --native-all: and the interpreter's own frames
+    std::string waits = "full"; // --waits: full | kind
+    bool no_waits = false;      // --no-waits
 };
 
 struct RecordOptions {
@@ -54,9 +58,10 @@ int run_record(const RecordOptions& options);
 
 struct TopOptions {
     SamplingOptions sampling;
-    double delay = 1.0; // seconds between refreshes
-    bool once = false;  // no terminal UI: sample --duration seconds (default 5), print, exit
-    bool lines = false; // start aggregated by line instead of by function
+    double delay = 1.0;   // seconds between refreshes
+    bool once = false;    // no terminal UI: sample --duration seconds (default 5), print, exit
+    bool lines = false;   // start aggregated by line instead of by function
+    bool waiting = false; // start with the "Waiting on" view
     bool full_filenames = false;
 };
 

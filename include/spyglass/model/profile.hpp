@@ -28,6 +28,7 @@ struct TimelineEntry {
     std::uint64_t start_ns = 0;  // since the start of the recording
     std::uint32_t count = 0;     // consecutive samples of this thread with this stack and state
     std::uint64_t weight_ns = 0; // the time they stand for
+    WaitId wait = 0;             // what they waited for (the same for all of them)
 };
 
 struct LabelOptions {

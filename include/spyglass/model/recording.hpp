@@ -9,6 +9,8 @@
 
 #include <sys/types.h>
 
+#include "spyglass/model/wait.hpp"
+
 namespace spyglass::model {
 
 enum class SampleMode : std::uint8_t {
@@ -32,6 +34,7 @@ struct RecordingInfo {
     double rate_hz = 100;
     std::uint64_t period_ns = 10'000'000;
     std::uint64_t start_unix_ns = 0;
+    WaitDetail waits = WaitDetail::full; // what the samples say of what threads waited for
 };
 
 // Thread pauses (a thread stopped for one read of its stack), summarised.

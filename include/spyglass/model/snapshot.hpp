@@ -10,6 +10,7 @@
 #include "spyglass/model/frame_table.hpp"
 #include "spyglass/model/recording.hpp"
 #include "spyglass/model/sample.hpp"
+#include "spyglass/model/wait.hpp"
 
 namespace spyglass::model {
 
@@ -17,6 +18,15 @@ struct LocalValue {
     std::string name;
     std::string value; // repr-like, bounded
     bool argument = false;
+};
+
+// What a thread waited for when it was read (docs/waits.md); kind unknown: nothing known (it
+// was on a CPU, or --no-waits).
+struct WaitSnapshot {
+    WaitKind kind = WaitKind::unknown;
+    std::string syscall; // empty outside a system call, and with --waits=kind
+    std::string target;  // "tcp 127.0.0.1:5432"; empty with --waits=kind
+    std::string detail;  // "fd 5, local 127.0.0.1:40312, peer 127.0.0.1:5432, ESTAB"
 };
 
 struct ThreadSnapshot {
@@ -28,7 +38,8 @@ struct ThreadSnapshot {
     bool holds_gil = false;
     std::uint32_t interp_index = 0;
     StackStatus status = StackStatus::ok;
-    bool paused = false;                         // stopped for the read
+    bool paused = false; // stopped for the read
+    WaitSnapshot wait;
     std::vector<FrameId> frames;                 // innermost first
     std::vector<std::vector<LocalValue>> locals; // per frame, with --locals
 };

@@ -31,6 +31,16 @@ enum class WaitKind : std::uint8_t {
     child,       // wait4 / waitid
     stopped,     // T: stopped by a signal or a tracer
     syscall,     // some other system call
+    file_lock,   // flock / fcntl(F_SETLKW) on a file
+    event,       // an eventfd, timerfd, signalfd or inotify descriptor
+    kernel,      // blocked in the kernel outside a system call (a page fault...): wchan
+};
+
+// How much of a wait the samples carry (--no-waits, --waits=kind, the default).
+enum class WaitDetail : std::uint8_t {
+    off,  // no reason is read
+    kind, // the kind only: no system call, no peer, path or address
+    full, // kind, system call and target
 };
 
 [[nodiscard]] const char* wait_kind_name(WaitKind kind) noexcept;

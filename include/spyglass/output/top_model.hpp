@@ -30,6 +30,8 @@ struct TopQuery {
     bool interval = false;               // the last refresh interval, else since start or reset
     std::optional<std::uint32_t> thread; // only this thread (a SampleSink index), else all
     model::SampleMode view = model::SampleMode::wall; // cpu: only on-CPU samples count
+    std::optional<model::WaitId> wait;                // only samples that waited for this
+    bool waits = false; // the "Waiting on" view: TopTable::waits is what the screen shows
 };
 
 // Rows count the time the samples stand for (their weight, in nanoseconds), not samples.
@@ -40,6 +42,24 @@ struct TopRow {
     std::uint64_t own = 0;        // time of the samples with this row innermost
     std::uint64_t total = 0;      // time of the samples with this row anywhere, once each
     std::uint64_t own_on_cpu = 0; // of `own`, the time whose thread was on a CPU
+    std::string wait;             // what its own off-CPU time waited for most (top_wait label)
+    std::uint64_t wait_time = 0;  // of `own`, the time spent in that wait
+};
+
+// One row of the "Waiting on" view: what threads waited for, and for how long.
+struct TopWaitRow {
+    model::WaitId wait = 0;   // 0: off-CPU with no reason read
+    std::string label;        // "tcp 127.0.0.1:5432", "GIL", "clock_nanosleep" (wait_summary)
+    std::string kind;         // "socket", "gil", "sleep"...
+    std::uint64_t time = 0;   // weight (ns) of the samples that waited for it
+    std::size_t threads = 0;  // distinct threads among them
+    std::string top_function; // the innermost frame most of that time was spent under
+};
+
+// A wait the model has seen, for the filter to cycle through.
+struct TopWait {
+    model::WaitId wait = 0;
+    std::string label, kind;
 };
 
 struct TopStats {
@@ -62,9 +82,10 @@ struct TopStats {
 
 struct TopTable {
     TopStats stats;
-    std::uint64_t samples = 0; // what the shares are of: the time the rows count (ns)
-    double period_s = 1e-9;    // seconds one unit of a row's counts stands for
-    std::vector<TopRow> rows;  // sorted as asked
+    std::uint64_t samples = 0;     // what the shares are of: the time the rows count (ns)
+    double period_s = 1e-9;        // seconds one unit of a row's counts stands for
+    std::vector<TopRow> rows;      // sorted as asked
+    std::vector<TopWaitRow> waits; // the "Waiting on" view, longest first
 };
 
 struct TopThread {
@@ -96,6 +117,7 @@ class TopModel final : public model::SampleSink {
 
     [[nodiscard]] TopTable table(const TopQuery& query) const;
     [[nodiscard]] std::vector<TopThread> threads() const; // by index
+    [[nodiscard]] std::vector<TopWait> waits() const;     // in the order first seen
     [[nodiscard]] std::vector<pid_t> pids() const;        // in the order first seen
     [[nodiscard]] std::string python_version() const;     // empty until a process is sampled
 
@@ -135,6 +157,7 @@ class TopModel final : public model::SampleSink {
         std::int32_t line = 0;
     };
     void learn_stack(model::StackId stack);
+    void learn_wait(model::WaitId wait);
     std::uint32_t row_of(model::FrameId frame, bool by_line);
     std::uint32_t intern_row(RowInfo info);
 
@@ -155,6 +178,12 @@ class TopModel final : public model::SampleSink {
     std::vector<std::uint32_t> scratch_;
     std::vector<std::uint32_t> row_stamp_; // by row: the stack being learned that has it
     std::uint32_t stamp_ = 0;
+    struct WaitInfo {
+        std::string label, kind;
+        bool known = false;
+    };
+    std::vector<WaitInfo> wait_info_; // by WaitId, copied when first seen
+    std::vector<TopWait> waits_seen_;
 };
 
 // Fits "function (file:line)" into `width` characters (UTF-8 code points), giving up first the

@@ -39,9 +39,11 @@ enum class TopAction : std::uint8_t { none, redraw, pause, reset, quit };
 inline constexpr int kTopKeyResize = 0x110000; // a terminal resize, as a key
 
 // Applies a key to the view: sort keys 1-6 (and < > to move along the columns), l, i, t/T
-// (the thread filter cycles through `threads`), c, p/space, r, h/?, q. The action says what
-// the caller has to do beyond redrawing; while the help shows, any key closes it.
-TopAction apply_key(TopView& view, int key, const std::vector<TopThread>& threads);
+// (the thread filter cycles through `threads`), v (the "Waiting on" view), w/W (the wait filter
+// cycles through `waits`), c, p/space, r, h/?, q. The action says what the caller has to do
+// beyond redrawing; while the help shows, any key closes it.
+TopAction apply_key(TopView& view, int key, const std::vector<TopThread>& threads,
+                    const std::vector<TopWait>& waits = {});
 
 // The header lines: the process, the counts, the on/off-CPU and GIL shares, the view.
 std::vector<std::string> top_header(const TopTable& table, const TopTarget& target,
@@ -52,6 +54,9 @@ std::string top_titles(std::size_t width, std::size_t* name_column = nullptr);
 // One row for a terminal `width` wide, the label fitted to it (0: not shortened).
 std::string top_row(const TopRow& row, const TopTable& table, bool full_filenames,
                     std::size_t width);
+// The "Waiting on" view: its titles, and one row fitted to `width` (0: not shortened).
+std::string top_wait_titles();
+std::string top_wait_row(const TopWaitRow& row, const TopTable& table, std::size_t width);
 std::vector<std::string> top_help();
 
 // The whole table as plain text: header, titles, then the rows (at most `max_rows`, 0: all).

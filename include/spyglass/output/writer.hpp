@@ -52,6 +52,18 @@ std::string short_filename(std::string_view path);
 inline constexpr std::string_view kOffCpuFrame = "[off-cpu]";
 // The pseudo-frame those formats show for a sample without any Python frame.
 inline constexpr std::string_view kNoFramesFrame = "[no Python frames]";
+// The leaf pseudo-frame of a runnable thread that was waiting for a CPU (on-CPU: state R).
+inline constexpr std::string_view kCpuStarvedFrame = "[cpu-starved]";
+
+// The leaf pseudo-frame of an off-CPU sample whose wait is known, in place of kOffCpuFrame:
+// "[wait SYSCALL TARGET]" ("[wait recvfrom tcp 127.0.0.1:5432]", "[wait futex GIL]"), the
+// kind instead of the system call when there is none ("[wait io]", and every wait with
+// --waits=kind: "[wait socket]"), no target when there is none ("[wait clock_nanosleep]");
+// kCpuStarvedFrame for a cpu-starved one (docs/output-formats.md).
+std::string wait_label(const model::Profile& profile, model::WaitId wait);
+// What a wait is waiting on, in a few words: its target, else its system call, else its kind
+// ("tcp 127.0.0.1:5432", "GIL", "clock_nanosleep", "io"): top's "Waiting on" rows.
+std::string wait_summary(const model::FrameTable& frames, model::WaitId wait);
 
 // The root frames of per_process_roots and per_thread_roots: "process 4242",
 // "thread 4243 worker-1" ("thread 4243" when the thread has no name).
@@ -68,16 +80,20 @@ class DisplayFrames {
         std::string function;   // the function name (the text for the others): for colours
         std::string file;       // the full path; empty for markers and pseudo-frames
         std::int32_t line = 0;  // 0: none (or --nolineno)
-        bool synthetic = false; // a root, kOffCpuFrame or kNoFramesFrame: not in the target
-        bool off_cpu = false;   // kOffCpuFrame
+        bool synthetic = false; // a root, a wait, kOffCpuFrame or kNoFramesFrame
+        bool off_cpu = false;   // kOffCpuFrame, or a wait of an off-CPU sample
+        model::WaitId wait = 0; // a wait pseudo-frame (its kind, call and target)
     };
 
     explicit DisplayFrames(const model::Profile& profile);
 
     // Replaces `out` with what to show for a sample, root first: "process <pid>"
     // (per_process_roots), "thread <tid> <name>" (per_thread_roots), the Python frames
-    // outermost first (kNoFramesFrame when there are none), kOffCpuFrame when off-CPU.
-    void stack(std::uint32_t thread, model::StackId stack, bool on_cpu, std::vector<Id>& out);
+    // outermost first (kNoFramesFrame when there are none), then when off-CPU the wait
+    // (wait_label), or kOffCpuFrame when it is not known; on-CPU, kCpuStarvedFrame when the
+    // thread was waiting for a CPU.
+    void stack(std::uint32_t thread, model::StackId stack, bool on_cpu, model::WaitId wait,
+               std::vector<Id>& out);
 
     [[nodiscard]] const Entry& operator[](Id id) const noexcept { return entries_[id]; }
     [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
@@ -93,6 +109,7 @@ class DisplayFrames {
     std::vector<Id> by_frame_;                  // FrameId -> Id, kUnset until first used
     std::vector<Id> thread_roots_;              // Profile::threads index -> Id
     std::unordered_map<pid_t, Id> process_roots_;
+    std::unordered_map<model::WaitId, Id> waits_;
     Id off_cpu_ = kUnset, no_frames_ = kUnset;
 };
 

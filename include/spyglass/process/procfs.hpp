@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "spyglass/error.hpp"
+#include "spyglass/process/proc_waits.hpp"
 
 namespace spyglass::process {
 
@@ -82,7 +83,8 @@ std::string path_in_target(pid_t pid, std::string_view path);
 std::optional<std::string> read_small_file(const std::string& path);
 
 // Keeps /proc/PID/task/TID/{stat,schedstat} open and rereads them with pread: two system calls
-// per sample instead of six.
+// per sample instead of six. The thread's syscall file (what it is blocked in) is opened the
+// first time it is asked for: most threads of a service wait, but a CPU-bound one never does.
 class TaskStatReader {
   public:
     TaskStatReader(pid_t pid, pid_t tid) noexcept;
@@ -94,12 +96,16 @@ class TaskStatReader {
 
     struct Reading {
         char state = '?';
-        std::uint64_t run_ns = 0; // on-CPU time since the task started (schedstat)
+        std::uint64_t run_ns = 0;   // on-CPU time since the task started (schedstat)
+        std::uint64_t delay_ns = 0; // time spent runnable, waiting for a CPU (schedstat)
     };
     // Fails with process_gone once the task has exited.
     std::expected<Reading, Errc> read() noexcept;
     // Only the run time (one pread of schedstat).
     std::expected<std::uint64_t, Errc> read_run_ns() noexcept;
+    // What the thread is blocked in now (one pread of /proc/PID/task/TID/syscall). Fails with
+    // permission_denied without ptrace access, process_gone once the task has exited.
+    std::expected<SyscallState, Errc> read_syscall() noexcept;
     [[nodiscard]] pid_t tid() const noexcept { return tid_; }
 
   private:
@@ -108,6 +114,7 @@ class TaskStatReader {
     pid_t tid_ = 0;
     int stat_fd_ = -1;
     int schedstat_fd_ = -1;
+    int syscall_fd_ = -1; // -1: not opened yet (or it could not be: each read opens it then)
 };
 
 } // namespace spyglass::process

@@ -20,12 +20,13 @@ inline constexpr std::uint32_t kAbsent = 0xffffffffu;
     /* _PyRuntimeState (3.7+) */                                                                   \
     X(runtime_size) X(runtime_interpreters_head) X(runtime_interpreters_main)                      \
     X(runtime_main_thread) X(runtime_gil_locked) X(runtime_gil_last_holder)                        \
-    X(runtime_tstate_current)                                                                      \
+    X(runtime_tstate_current) X(runtime_gil)                                                       \
     /* PyInterpreterState */                                                                       \
     X(interp_size) X(interp_next) X(interp_threads_head) X(interp_id) X(interp_modules)            \
     X(interp_ceval_gil)                                                                            \
-    /* struct _gil_runtime_state (3.12+, reached through interp->ceval.gil) */                     \
-    X(gil_locked) X(gil_last_holder)                                                               \
+    /* struct _gil_runtime_state (3.12+, reached through interp->ceval.gil); its size (3.7+):    \
+       a thread waiting for the GIL waits on a futex word inside it (cond, mutex, switch_*) */    \
+    X(gil_locked) X(gil_last_holder) X(gil_size)                                                   \
     /* PyThreadState */                                                                            \
     X(tstate_size) X(tstate_next) X(tstate_interp) X(tstate_frame) X(tstate_cframe)                \
     X(cframe_current_frame) X(cframe_previous) X(tstate_current_frame) X(tstate_thread_id)         \

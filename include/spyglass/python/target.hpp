@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <sys/types.h>
@@ -37,11 +38,15 @@ struct TargetInfo {
     PythonVersion version;      // full version when known (micro may be 0)
     std::string version_source; // how the version was found, for `dump` and logs
     Layout layout;
-    Address runtime = 0;               // _PyRuntime (3.7+)
-    Address interp_head_slot = 0;      // where the pointer to the first PyInterpreterState lives
-    Address tstate_current = 0;        // _PyThreadState_Current (2.7, 3.6)
-    Address gil_locked = 0;            // 3.6 static gil_locked
-    Address gil_last_holder = 0;       // 3.6 static gil_last_holder
+    Address runtime = 0;          // _PyRuntime (3.7+)
+    Address interp_head_slot = 0; // where the pointer to the first PyInterpreterState lives
+    Address tstate_current = 0;   // _PyThreadState_Current (2.7, 3.6)
+    Address gil_locked = 0;       // 3.6 static gil_locked
+    Address gil_last_holder = 0;  // 3.6 static gil_last_holder
+    // 3.6: the statics a thread waiting for the GIL blocks on (gil_cond, gil_mutex,
+    // switch_cond, switch_mutex), as (address, size); see python/waits.hpp.
+    std::vector<std::pair<Address, std::uint64_t>> gil_statics;
+    Address gil_lock_slot = 0;         // 2.7: &interpreter_lock (a pointer to the GIL's sem_t)
     int pthread_tid_offset = -1;       // glibc struct pthread -> kernel TID (needed up to 3.10)
     bool nested_pid_namespace = false; // a container's: its thread ids are not ours
     TypeAddresses types;

@@ -4,6 +4,7 @@
 // never waits on it: a full ring drops the capture, and the drop is counted.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -13,6 +14,7 @@
 
 #include <sys/types.h>
 
+#include "spyglass/process/proc_waits.hpp"
 #include "spyglass/python/stack_walker.hpp"
 #include "spyglass/sampling/stack_capture.hpp"
 
@@ -23,6 +25,25 @@ enum class CaptureKind : std::uint8_t {
     thread_seen,     // a thread seen for the first time: `thread`, `tid`, `thread_id`, `interp`
     process_added,   // `process` is sampled from now on
     process_retired, // `process` is not sampled any more (exited, exec'd)
+};
+
+// What an off-CPU thread was blocked in, as the sampling thread read it: numbers only (the
+// system call, its first arguments, what the descriptor of an fd-based call is). The resolver
+// turns them into a model::Wait (src/sampling/wait_resolve.cpp).
+enum class WaitRead : std::uint8_t {
+    none,        // not asked (--no-waits, running), or nothing could be read
+    previous,    // it has not run since its previous sample: still in the same call
+    syscall,     // in system call `nr`, with `args`; `fd` for a call on a descriptor
+    user,        // blocked outside a system call: `state` says how (D, T, S)
+    cpu_starved, // runnable but not running: waiting for a CPU
+};
+
+struct RawWait {
+    WaitRead read = WaitRead::none;
+    char state = 0; // the /proc state letter it was read with
+    std::int64_t nr = -1;
+    std::array<std::uint64_t, 4> args{}; // no call it reads looks further
+    process::FdIdentity fd{};            // inode 0: not a descriptor call, or closed
 };
 
 struct ThreadCapture {
@@ -42,6 +63,7 @@ struct ThreadCapture {
     bool too_deep = false;   // truncated at the frame limit (not an error)
     bool native = false;     // --native: registers and a copy of the stack follow (bytes)
     CaptureOutcome outcome = CaptureOutcome::ok;
+    RawWait wait;
 };
 
 class CaptureQueue {

@@ -38,15 +38,18 @@ struct SamplerOptions {
     int retries = 3;        // extra attempts for a stack that changed while it was read
     std::uint64_t period_ns = 10'000'000;
     bool native = false; // --native: registers and a copy of the stack with every capture
+    model::WaitDetail waits = model::WaitDetail::full; // off: no wait reason is read
 };
 
 struct PassStats {
-    std::uint64_t samples = 0; // thread samples captured
-    std::uint64_t errors = 0;  // of which torn, or cut by a read that failed
-    std::uint64_t reused = 0;  // of which the same stack as the thread's previous sample
-    std::uint64_t skipped = 0; // threads not sampled (--mode cpu off-CPU, --gil)
-    std::uint64_t unread = 0;  // threads known idle from scheduler events: no /proc read
-    std::uint64_t dropped = 0; // captures the queue had no room for
+    std::uint64_t samples = 0;     // thread samples captured
+    std::uint64_t errors = 0;      // of which torn, or cut by a read that failed
+    std::uint64_t reused = 0;      // of which the same stack as the thread's previous sample
+    std::uint64_t skipped = 0;     // threads not sampled (--mode cpu off-CPU, --gil)
+    std::uint64_t unread = 0;      // threads known idle from scheduler events: no /proc read
+    std::uint64_t dropped = 0;     // captures the queue had no room for
+    std::uint64_t wait_reads = 0;  // off-CPU threads whose syscall file was read
+    std::uint64_t wait_reused = 0; // off-CPU threads still in the call of their previous sample
 };
 
 // Numbers threads across all processes of a session, for the sinks.
@@ -105,9 +108,13 @@ class ProcessSampler {
         std::optional<process::TaskSyscallReader> syscall{}; // --native, opened on first use
         std::uint32_t index = 0;
         std::uint64_t thread_id = 0;
-        std::uint64_t run_ns = 0; // schedstat run time at the previous pass
+        std::uint64_t run_ns = 0;   // schedstat run time at the previous pass
+        std::uint64_t delay_ns = 0; // schedstat time runnable, at the last full read
         bool have_run_ns = false;
+        bool have_delay = false;
         bool on_cpu = false;        // at the previous pass
+        bool starved = false;       // at the previous pass: runnable, not running
+        bool wait_known = false;    // the resolver has its wait reason as of run_ns
         bool have_previous = false; // the resolver has the thread's stack as of run_ns
         python::Address previous_frame = 0;
         std::uint64_t last_seen_ns = 0; // the previous pass that looked at the thread
@@ -118,6 +125,9 @@ class ProcessSampler {
     // Pushes the capture of `record`; false when the queue had no room.
     bool push_sample(const python::ThreadRecord& record, ThreadState& thread, ThreadCapture base,
                      PassStats& stats);
+    // What an off-CPU thread is blocked in: its syscall file, and for a call on a descriptor
+    // that descriptor's inode. `state` is the /proc state letter.
+    RawWait read_wait(ThreadState& thread, char state, PassStats& stats);
 
     std::unique_ptr<python::PythonProcess> process_;
     std::uint32_t slot_;
@@ -127,6 +137,7 @@ class ProcessSampler {
     StackCapturer capturer_;
     process::ThreadTracer tracer_;
     process::ExecWatch exec_watch_;
+    process::FdDirectory fds_; // /proc/PID/fd, for the inode of a descriptor a thread waits on
     std::uint64_t next_exec_check_ns_ = 0;
     std::uint64_t next_full_read_ns_ = 0; // of every thread state, whatever the scheduler says
     PauseStats pause_stats_;

@@ -17,6 +17,7 @@
 #include "spyglass/sampling/capture.hpp"
 #include "spyglass/sampling/native_resolve.hpp"
 #include "spyglass/sampling/stack_resolve.hpp"
+#include "spyglass/sampling/wait_resolve.hpp"
 
 namespace spyglass::sampling {
 
@@ -30,7 +31,7 @@ struct ProcessContext {
 class Resolver {
   public:
     Resolver(model::FrameTable& frames, model::StackTable& stacks, StackReadOptions options,
-             model::SampleSink& sink);
+             model::SampleSink& sink, model::WaitDetail waits = model::WaitDetail::full);
     ~Resolver();
 
     // Before the process_added capture for `slot` is pushed (from the sampling thread).
@@ -43,6 +44,7 @@ class Resolver {
 
     [[nodiscard]] ResolveStats stats() const;
     [[nodiscard]] NativeResolveStats native_stats() const;
+    [[nodiscard]] WaitResolveStats wait_stats() const;
     // CPU time run() used (its thread's), once it has returned.
     [[nodiscard]] std::uint64_t cpu_ns() const noexcept { return cpu_ns_; }
 
@@ -52,6 +54,7 @@ class Resolver {
         std::unique_ptr<StackResolver> stacks;
         std::unique_ptr<python::ObjectReader> objects;
         std::unique_ptr<NativeResolver> native; // --native
+        std::unique_ptr<WaitResolver> waits;
         std::uint64_t last_naming_ns = 0;
         bool unnamed_threads = false;
         bool retired = false;
@@ -61,6 +64,7 @@ class Resolver {
         model::ThreadInfo info;
         process::Address interp = 0;
         model::StackId last_stack = 0;
+        model::WaitId last_wait = 0; // of its previous sample
         bool have_last = false;
         bool named = false; // by the threading module, not the OS
     };
@@ -68,11 +72,14 @@ class Resolver {
     void handle(const ThreadCapture& capture, std::span<const python::RawFrame> frames,
                 std::span<const std::uint8_t> bytes);
     void name_threads(ProcessEntry& process, std::uint32_t slot, std::uint64_t now_ns);
+    model::WaitId resolve_wait(const ThreadCapture& capture, ProcessEntry& process,
+                               ThreadEntry& thread, model::StackId stack);
 
     model::FrameTable& frames_;
     model::StackTable& stacks_;
     StackReadOptions options_;
     model::SampleSink& sink_;
+    model::WaitDetail waits_;
     model::FrameId torn_marker_, deeper_marker_;
     std::mutex registered_mutex_;
     std::unordered_map<std::uint32_t, std::shared_ptr<const ProcessContext>> registered_;
@@ -81,6 +88,7 @@ class Resolver {
     std::vector<model::FrameId> ids_, merged_;
     ResolveStats retired_stats_;
     NativeResolveStats retired_native_;
+    WaitResolveStats retired_wait_stats_;
     std::uint64_t cpu_ns_ = 0;
 };
 

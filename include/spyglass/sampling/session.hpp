@@ -43,6 +43,7 @@ struct SessionResult {
     model::RecordingTotals totals; // also what the sink's finish event got
     PassStats stats;
     ResolveStats resolve;
+    WaitResolveStats waits;
     std::uint64_t sampling_cpu_ns = 0; // CPU time of the thread that ran the clock and captures
     std::uint64_t resolver_cpu_ns = 0; // and of the resolver's thread
 };

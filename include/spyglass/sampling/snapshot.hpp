@@ -17,6 +17,7 @@ struct SnapshotOptions {
     std::size_t max_value_chars = 120;
     bool native = false;     // each thread's native frames merged in (--native)
     bool native_all = false; // keeping the interpreter's own (--native-all)
+    model::WaitDetail waits = model::WaitDetail::full; // what to say of off-CPU threads' waits
 };
 
 Result<model::ProcessSnapshot> take_snapshot(python::PythonProcess& process,
