@@ -23,6 +23,7 @@ enum class CaptureKind : std::uint8_t {
     thread_seen,     // a thread seen for the first time: `thread`, `tid`, `thread_id`, `interp`
     process_added,   // `process` is sampled from now on
     process_retired, // `process` is not sampled any more (exited, exec'd)
+    clock,           // the recording reached `time_ns` (SampleSink::advance)
 };
 
 struct ThreadCapture {

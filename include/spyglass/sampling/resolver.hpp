@@ -40,6 +40,12 @@ class Resolver {
     // Handles captures until the queue is closed and empty (the resolver's own thread).
     void run(CaptureQueue& queue);
 
+    // Empties the frame and stack tables whenever they hold more than `entries` frames or
+    // stacks (0: never), telling the sink (SampleSink::tables_reset): memory stays flat over a
+    // recording of days, for sinks that keep no ids across windows.
+    void bound_tables(std::size_t entries) noexcept { table_limit_ = entries; }
+    [[nodiscard]] std::uint64_t table_resets() const noexcept { return table_resets_; }
+
     [[nodiscard]] ResolveStats stats() const;
     // CPU time run() used (its thread's), once it has returned.
     [[nodiscard]] std::uint64_t cpu_ns() const noexcept { return cpu_ns_; }
@@ -64,6 +70,7 @@ class Resolver {
     ProcessEntry* process_entry(std::uint32_t slot);
     void handle(const ThreadCapture& capture, std::span<const python::RawFrame> frames);
     void name_threads(ProcessEntry& process, std::uint32_t slot, std::uint64_t now_ns);
+    void reset_tables();
 
     model::FrameTable& frames_;
     model::StackTable& stacks_;
@@ -77,6 +84,8 @@ class Resolver {
     std::vector<model::FrameId> ids_;
     ResolveStats retired_stats_;
     std::uint64_t cpu_ns_ = 0;
+    std::size_t table_limit_ = 0;
+    std::uint64_t table_resets_ = 0;
 };
 
 } // namespace spyglass::sampling

@@ -32,6 +32,7 @@ struct SessionOptions {
     bool subprocesses = false;
     bool resolve_inline = false;      // resolve between passes instead of on a thread of its own
     bool sched_events = true;         // learn which threads ran from perf scheduler events
+    std::size_t table_limit = 0;      // Resolver::bound_tables (0: tables grow as they need)
     std::vector<std::string> command; // what is profiled, for the sinks' start event
     SamplerOptions sampler;
     StackReadOptions stacks;
@@ -94,10 +95,10 @@ class Session {
     std::vector<std::pair<std::uint32_t, std::shared_ptr<const ProcessContext>>> early_;
     std::vector<std::unique_ptr<ProcessSampler>> samplers_;
     std::uint32_t next_slot_ = 0;
-    std::set<pid_t> roots_;    // processes whose descendants are followed
-    std::set<pid_t> known_;    // every pid considered (Python or not)
-    std::set<pid_t> pending_;  // not (yet) Python: retried
-    std::set<pid_t> replaced_; // exec'd a new program: waiting to see whether it is Python
+    std::set<pid_t> roots_;      // processes whose descendants are followed
+    std::set<pid_t> known_;      // every pid considered (Python or not)
+    std::set<pid_t> pending_;    // not (yet) Python: retried
+    std::set<pid_t> replaced_;   // exec'd a new program: waiting to see whether it is Python
     std::set<pid_t> not_python_; // pending, and not Python when last looked at
     // Processes just forked or exec'd: the dynamic loader may not have mapped libpython yet,
     // so "not Python" is no verdict until this time (monotonic ns).
