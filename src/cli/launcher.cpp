@@ -32,6 +32,7 @@ Result<Started> start_session(const SamplingOptions& options, model::FrameTable&
                                                           : sampling::PauseMode::when_torn;
     session_options.stacks.function_lines = options.function;
     session_options.stacks.no_lines = options.nolineno;
+    session_options.table_limit = options.table_limit;
     session_options.command = options.pid != 0 ? process::cmdline(options.pid) : options.command;
 
     Started started;
