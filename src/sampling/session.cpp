@@ -491,6 +491,9 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
                  static_cast<double>(result.sampling_cpu_ns) / 1e6, per_sample,
                  static_cast<double>(result.resolver_cpu_ns) / 1e6, result.resolve.code_misses,
                  result.resolve.resolved_hits);
+    if (resolver_->table_resets() != 0)
+        spdlog::info("the frame and stack tables were emptied {} times (bounded for --window)",
+                     resolver_->table_resets());
     sink.finish(totals);
     result.totals = totals;
     return result;
