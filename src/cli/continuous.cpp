@@ -15,10 +15,11 @@ namespace spyglass::cli {
 
 namespace {
 
-// Window tables are emptied past this many frames or stacks (Resolver::bound_tables): a few
-// tens of MB at most, far more than one service's distinct stacks in a window. Tests set a
-// small one with SPYGLASS_TABLE_LIMIT to see the reset happen.
-constexpr std::size_t kTableLimit = 200'000;
+// With --window the session's tables are emptied past this many frames, stacks or strings
+// (Resolver::bound_tables): about 10 MB at most. An emptying is cheap (the code objects read
+// stay, only their names are interned again), so the bound can be far below what a window
+// may use. Tests set a small one with SPYGLASS_TABLE_LIMIT to see it happen.
+constexpr std::size_t kTableLimit = 50'000;
 
 std::string host_name() {
     char name[256] = {};
