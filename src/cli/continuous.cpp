@@ -119,8 +119,9 @@ Result<std::unique_ptr<RecordExtras>> RecordExtras::open(const RecordOptions& op
         }
     }
     if (!options.raw.empty()) {
-        if (options.raw == output_path && output_path != "-")
-            return fail(Errc::invalid_argument, "--raw and -o name the same file {}", output_path);
+        if (options.raw == output_path)
+            return fail(Errc::invalid_argument, "--raw and -o name the same file {}",
+                        output_path == "-" ? "(standard output)" : output_path);
         output::RawHeader header;
         header.spyglass_version = SPYGLASS_VERSION;
         header.host = host_name();
