@@ -40,5 +40,8 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# --push loads libcurl at run time (dlopen: the static binary has none of its own), which
+# shlibdeps cannot see.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libcurl4")
 set(CPACK_STRIP_FILES ON)
 include(CPack)

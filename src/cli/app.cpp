@@ -85,6 +85,109 @@ void add_sampling_options(CLI::App* command, SamplingOptions& options) {
                         "Command to launch and profile, after --, e.g. -- python3 app.py");
 }
 
+// Recordings that last: the raw file, windows, push (docs/continuous.md).
+void add_continuous_options(CLI::App* command, RecordOptions& record) {
+    command
+        ->add_option("--raw", record.raw,
+                     "Also write every sample to a raw recording, for spyglass report (- for "
+                     "standard output)")
+        ->type_name("FILE");
+    command
+        ->add_option("--window", record.window,
+                     "One profile per window of this many seconds; -o is then a strftime "
+                     "pattern (e.g. prof-%Y%m%dT%H%M%S.pb.gz). SIGUSR1 writes the current "
+                     "window (without --window: the whole recording so far) at once")
+        ->type_name("SECONDS")
+        ->check(CLI::Range(1.0, 86400.0 * 365));
+    command
+        ->add_option("--keep", record.keep,
+                     "With --window: delete window files older than this (e.g. 90m, 24h, 7d)")
+        ->type_name("DURATION");
+    command
+        ->add_option("--push", record.push,
+                     "With --window: send each window as pprof to a Pyroscope-compatible "
+                     "ingest endpoint (http://host:4040)")
+        ->type_name("URL");
+    command->add_option("--app", record.app, "With --push: the application name")
+        ->type_name("NAME");
+    command->add_option("--tag", record.tags, "With --push: a label k=v (repeatable)")
+        ->type_name("K=V");
+    command
+        ->add_option("--push-header", record.push_headers,
+                     "With --push: an HTTP header, e.g. 'Authorization: Bearer ...' (never "
+                     "logged; repeatable)")
+        ->type_name("HEADER");
+    command
+        ->add_option("--push-timeout", record.push_timeout,
+                     "With --push: seconds one request may take (default 10)")
+        ->type_name("SECONDS")
+        ->check(CLI::Range(0.1, 600.0));
+}
+
+void add_report_command(CLI::App& app, ReportOptions& report) {
+    CLI::App* cmd = app.add_subcommand(
+        "report",
+        "Render a raw recording (record --raw) in any format, any slice; or summarise it");
+    cmd->add_option("file", report.input, "The raw recording")->type_name("FILE")->required();
+    cmd->add_option("-o,--output", report.output,
+                    "Output file; its extension picks the format, as for record (default: "
+                    "the recording's name with .svg); - for standard output")
+        ->type_name("FILE");
+    cmd->add_option("-f,--format", report.format,
+                    "flamegraph, folded, pprof, speedscope or chrometrace (default: from the "
+                    "output's extension)")
+        ->type_name("FORMAT")
+        ->transform(CLI::IsMember({"flamegraph", "folded", "pprof", "speedscope", "chrometrace"},
+                                  CLI::ignore_case));
+    cmd->add_option("--from", report.from,
+                    "Start of the slice: seconds from the start (90, 1m30s) or a wall-clock "
+                    "time (14:03:00, 2024-05-01T14:03:00, ...Z for UTC)")
+        ->type_name("TIME");
+    cmd->add_option("--to", report.to, "End of the slice (exclusive), as --from")
+        ->type_name("TIME");
+    cmd->add_option("--thread", report.threads, "Only this thread, by name or TID (repeatable)")
+        ->type_name("NAME|TID");
+    cmd->add_option("--pid", report.pids, "Only this process (repeatable)")
+        ->type_name("PID")
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--mode", report.mode,
+                    "wall: every sample recorded; cpu: only the on-CPU ones (default: as "
+                    "recorded)")
+        ->type_name("MODE")
+        ->check(CLI::IsMember({"wall", "cpu"}));
+    cmd->add_flag("-g,--gil", report.gil, "Only samples of the thread holding the GIL");
+    cmd->add_flag("-F,--function", report.function,
+                  "Aggregate by function (its first line), not by the line being run");
+    cmd->add_flag("--nolineno", report.nolineno, "No line numbers");
+    cmd->add_flag("-t,--threads", report.per_thread, "A root frame per thread (id and name)");
+    cmd->add_flag("--full-filenames", report.full_filenames,
+                  "Show full source paths instead of shortened ones");
+    cmd->add_flag("--summary", report.summary,
+                  "Print the duration, samples, threads and top functions instead of a file");
+}
+
+void add_diff_command(CLI::App& app, DiffOptions& diff) {
+    CLI::App* cmd = app.add_subcommand(
+        "diff", "Compare two recordings (pprof, raw or folded): what grew, what shrank");
+    cmd->add_option("base", diff.base, "The baseline recording")->type_name("FILE")->required();
+    cmd->add_option("new", diff.current, "The recording to compare with it")
+        ->type_name("FILE")
+        ->required();
+    cmd->add_option("-o,--output", diff.output,
+                    "A differential flame graph (SVG): NEW's shape, red where a frame's share "
+                    "grew, blue where it shrank")
+        ->type_name("FILE");
+    cmd->add_option("--top", diff.top,
+                    "Print the N frames whose self and total share changed most (default 20 "
+                    "without -o)")
+        ->type_name("N");
+    cmd->add_option("--mode", diff.mode, "wall: all samples (default); cpu: only on-CPU ones")
+        ->type_name("MODE")
+        ->check(CLI::IsMember({"wall", "cpu"}));
+    cmd->add_flag("--full-filenames", diff.full_filenames,
+                  "Show full source paths instead of shortened ones");
+}
+
 // Checks CLI11 cannot express as one clear line; empty when the command line is fine.
 std::string conflicting_options(const CommandLine& parsed, const SamplingOptions* sampling,
                                 bool blocking, bool nonblocking, bool no_waits,
@@ -160,6 +263,7 @@ std::unique_ptr<CLI::App> make_app(CommandLine& parsed) {
                          "Show full source paths instead of shortened ones");
     record_cmd->add_flag("--hideprogress", record.hide_progress,
                          "No progress line while recording");
+    add_continuous_options(record_cmd, record);
 
     TopOptions& top = parsed.top;
     CLI::App* top_cmd = app->add_subcommand(
@@ -174,6 +278,9 @@ std::unique_ptr<CLI::App> make_app(CommandLine& parsed) {
                       "Start with the \"Waiting on\" view: what threads waited for (key v)");
     top_cmd->add_flag("--full-filenames", top.full_filenames,
                       "Show full source paths instead of shortened ones");
+
+    add_report_command(*app, parsed.report);
+    add_diff_command(*app, parsed.diff);
 
     CLI::App* completions_cmd = app->add_subcommand(
         "completions", "Print the shell completion script for bash, zsh or fish");
@@ -227,6 +334,8 @@ int run_cli(int argc, char** argv) {
     if (parsed_command("dump")) return run_dump(parsed.dump);
     if (parsed_command("record")) return run_record(parsed.record);
     if (parsed_command("top")) return run_top(parsed.top);
+    if (parsed_command("report")) return run_report(parsed.report);
+    if (parsed_command("diff")) return run_diff(parsed.diff);
     if (parsed_command("completions")) {
         std::fputs(completion_script(*app, parsed.completions_shell).c_str(), stdout);
         return std::fflush(stdout) == 0 ? 0 : 1;

@@ -18,6 +18,8 @@ struct CommandLine {
     DumpOptions dump;
     RecordOptions record;
     TopOptions top;
+    ReportOptions report;
+    DiffOptions diff;
     std::string completions_shell; // bash | zsh | fish
 };
 

@@ -53,6 +53,7 @@ Result<Started> start_session(const SamplingOptions& options, model::FrameTable&
     session_options.stacks.no_lines = options.nolineno;
     session_options.sampler.native = options.native || options.native_all;
     session_options.stacks.native_all = options.native_all;
+    session_options.table_limit = options.table_limit;
     session_options.command = options.pid != 0 ? process::cmdline(options.pid) : options.command;
 
     Started started;

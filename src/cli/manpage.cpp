@@ -124,7 +124,32 @@ constexpr CommandProse kProse[] = {
      "the current directory.\n.PP\nCtrl\\-C or SIGTERM stops the recording and writes what was "
      "collected; a second Ctrl\\-C aborts. A target that exits leaves a complete file too. "
      "When attached on a terminal a progress line shows (a bar with \\fB\\-d\\fR); a launched "
-     "command owns the terminal, so then there is none. One summary line ends the recording.\n"},
+     "command owns the terminal, so then there is none. One summary line ends the recording.\n"
+     ".PP\n\\fB\\-\\-raw\\fR \\fIFILE\\fR keeps every sample (beside any other output) for "
+     "\\fBspyglass report\\fR; a file cut by SIGKILL or a full disk reads up to its last "
+     "block. \\fB\\-\\-window\\fR \\fISECONDS\\fR writes one profile per window, "
+     "named by the strftime pattern of \\fB\\-o\\fR from the window's start, each file "
+     "written whole (a temporary file renamed); \\fB\\-\\-keep\\fR deletes the window "
+     "files this recording wrote once they are older than its duration. SIGUSR1 writes the "
+     "current window at once (without \\fB\\-\\-window\\fR: the whole recording so far, "
+     "to \\fB\\-o\\fR) and the recording goes on. \\fB\\-\\-push\\fR sends each "
+     "window as pprof to a Pyroscope\\-compatible \\fB/ingest\\fR endpoint, named "
+     "\\fIAPP\\fR{\\fItags\\fR,hostname=,pid=}, from a bounded queue with retries; what "
+     "could not be sent is counted in the summary.\n"},
+    {"report",
+     "\\fBspyglass report\\fR \\fIFILE\\fR [\\fIoptions\\fR] [\\fB\\-o\\fR \\fIOUTPUT\\fR]",
+     ".PP\nAny format \\fBrecord\\fR writes, from the samples of a raw recording that fall "
+     "in the slice: \\fB\\-\\-from\\fR (inclusive) and \\fB\\-\\-to\\fR (exclusive) "
+     "in seconds from the start or as wall\\-clock times, threads, processes, on\\-CPU or "
+     "GIL samples only. A file that was cut short is read up to its last whole block and a "
+     "warning says where it ends. A file of a newer format version is refused.\n"},
+    {"diff",
+     "\\fBspyglass diff\\fR \\fIBASE\\fR \\fINEW\\fR [\\fB\\-o\\fR \\fIdiff.svg\\fR] "
+     "[\\fB\\-\\-top\\fR \\fIN\\fR]",
+     ".PP\nBoth files may be pprof, raw recordings or folded stacks. Shares are of all the "
+     "samples of each file, so recordings of different lengths compare; a frame's self share "
+     "is where its thread was (its innermost Python frame), its total share every sample it "
+     "is on.\n"},
     {"top", "\\fBspyglass top\\fR [\\fIoptions\\fR] \\fB\\-\\-pid\\fR \\fIPID\\fR",
      ".PP\nOne row per function (or line) with its own and total share of the samples and the "
      "on\\-CPU part of its own time. Keys: \\fB1\\fR...\\fB6\\fR sort, \\fBl\\fR lines or "
@@ -154,6 +179,10 @@ command's exit status.
 spyglass dump \-\-pid 12345
 spyglass record \-\-pid 12345 \-d 30 \-o profile.svg
 spyglass record \-f raw \-o out.txt \-\- python3 app.py
+spyglass record \-\-pid 12345 \-d 300 \-\-raw incident.sgr
+spyglass report incident.sgr \-o cpu.svg \-\-mode cpu \-\-from 120 \-\-to 180
+spyglass record \-\-pid 12345 \-\-window 60 \-o 'prof\-%Y%m%dT%H%M%S.pb.gz' \-\-keep 24h
+spyglass diff base.pb.gz new.pb.gz \-o diff.svg
 spyglass top \-\-pid 12345
 .fi
 .SH "SEE ALSO"

@@ -2,9 +2,12 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "spyglass/cli/atomic_file.hpp"
+#include "spyglass/cli/continuous.hpp"
 #include "spyglass/cli/launcher.hpp"
 #include "spyglass/cli/options.hpp"
 #include "spyglass/cli/output_file.hpp"
@@ -30,6 +33,12 @@ std::string default_output_path(output::Format format) {
     return fmt::format("spyglass-{}.{}", stamp, extension);
 }
 
+// --window without -o: one file per window, named by its start.
+std::string default_window_pattern(output::Format format) {
+    std::string single = default_output_path(format);
+    return "spyglass-%Y%m%d-%H%M%S" + single.substr(single.find('.'));
+}
+
 } // namespace
 
 int run_record(const RecordOptions& options) {
@@ -52,35 +61,50 @@ int run_record(const RecordOptions& options) {
         print_error(fmt::format("the {} format is not available", output::format_name(format)));
         return 1;
     }
-    // Found before attaching: an output that cannot be written.
-    auto out =
-        OutputFile::open(options.output.empty() ? default_output_path(format) : options.output);
-    if (!out) {
-        print_error(out.error().message);
-        return 1;
+    // Found before attaching: an output that cannot be written. With --window -o is a pattern
+    // for the window files (none with --push alone).
+    const bool windowed = options.window > 0;
+    std::string path = !options.output.empty() ? options.output
+                       : !windowed             ? default_output_path(format)
+                       : options.push.empty()  ? default_window_pattern(format)
+                                               : std::string();
+    std::optional<OutputFile> out;
+    if (!windowed) {
+        auto opened = OutputFile::open(path);
+        if (!opened) {
+            print_error(opened.error().message);
+            return 1;
+        }
+        out.emplace(std::move(*opened));
+    }
+    model::FrameTable frames;
+    model::StackTable stacks;
+    auto extras = RecordExtras::open(options, format, path, frames, stacks);
+    if (!extras) {
+        print_error(extras.error().message);
+        return extras.error().code == Errc::invalid_argument ? 2 : 1;
     }
 
     const std::atomic<int>& stop = install_stop_handlers();
-    model::FrameTable frames;
-    model::StackTable stacks;
-    auto started = start_session(options.sampling, frames, stacks);
+    auto started = start_session((*extras)->sampling(options.sampling), frames, stacks);
     if (!started) {
         print_error(started.error().message);
         return started.error().code == Errc::invalid_argument ? 2 : 1;
     }
-    model::Aggregator aggregator(frames, stacks, output::needs_timeline(format));
+    (*extras)->set_target(started->child ? started->child->pid() : options.sampling.pid);
+    model::Aggregator aggregator((*extras)->whole_frames(), (*extras)->whole_stacks(),
+                                 output::needs_timeline(format));
     // A launched command writes to the same terminal: no line for its output to land on.
     StatusLine status(options.sampling.duration, options.sampling.rate,
                       !options.hide_progress && !started->child);
-    sampling::SessionResult session = started->session->run(
-        aggregator, stop, [&](const sampling::Progress& progress) { status.update(progress); });
+    sampling::SessionResult session =
+        started->session->run((*extras)->sink(aggregator), stop,
+                              [&](const sampling::Progress& progress) { status.update(progress); });
     status.clear();
     const model::RecordingTotals& result = session.totals;
 
-    model::DisplayOptions display;
-    display.per_thread_roots = options.threads;
-    display.labels.full_filenames = options.full_filenames;
-    display.labels.line_numbers = !options.sampling.nolineno;
+    model::DisplayOptions display = record_display(options);
+    const bool extras_ok = (*extras)->finish(static_cast<double>(result.elapsed_ns) / 1e9);
     if (result.pids.empty()) {
         // Launch mode and no interpreter was ever sampled: an empty profile would only hide it.
         int exit_status = finish(*started);
@@ -101,10 +125,20 @@ int run_record(const RecordOptions& options) {
     }
     model::Profile profile = aggregator.profile(display);
 
-    auto stream = out->begin_write();
-    Result<void> written =
-        stream ? writer->write(profile, *stream) : std::unexpected(stream.error());
-    written = out->finish(std::move(written));
+    Result<void> written;
+    if (windowed) {
+        // The windows were the output (RecordExtras told where).
+    } else if ((*extras)->flushed()) {
+        // A SIGUSR1 renamed a file over the one opened at the start: replace it the same way.
+        written = out->commit();
+        if (written)
+            written = write_file_atomically(
+                path, [&](std::FILE* stream) { return writer->write(profile, stream); });
+    } else {
+        auto stream = out->begin_write();
+        written = stream ? writer->write(profile, *stream) : std::unexpected(stream.error());
+        written = out->finish(std::move(written));
+    }
     if (!written) {
         print_error(written.error().message);
         finish(*started);
@@ -123,15 +157,19 @@ int run_record(const RecordOptions& options) {
     for (const std::string& warning :
          {pause_failure_warning(result.pauses), dropped_warning(result)})
         if (!warning.empty()) std::fprintf(stderr, "spyglass: warning: %s\n", warning.c_str());
-    std::fprintf(stderr,
-                 "spyglass: %s%s in %s s at %s Hz (asked %g), %s, %s (%.2f%%)%s; wrote %s to %s\n",
-                 ending.c_str(), count_of(aggregator.kept_samples(), "sample").c_str(),
+    std::string wrote = windowed
+                            ? std::string()
+                            : fmt::format("; wrote {} to {}", output::format_name(format),
+                                          out->path() == "-" ? "standard output" : out->path());
+    std::fprintf(stderr, "spyglass: %s%s in %s s at %s Hz (asked %g), %s, %s (%.2f%%)%s%s\n",
+                 ending.c_str(),
+                 count_of(windowed ? result.samples : aggregator.kept_samples(), "sample").c_str(),
                  seconds_text(result.elapsed_ns).c_str(), rate_text(achieved).c_str(),
                  options.sampling.rate, count_of(result.late_ticks, "late tick").c_str(),
                  count_of(result.errors, "sampling error").c_str(), error_share,
-                 pause_summary(result.pauses).c_str(), output::format_name(format),
-                 out->path() == "-" ? "standard output" : out->path().c_str());
-    return finish(*started);
+                 pause_summary(result.pauses).c_str(), wrote.c_str());
+    int exit_status = finish(*started);
+    return exit_status == 0 && !extras_ok ? 1 : exit_status;
 }
 
 } // namespace spyglass::cli

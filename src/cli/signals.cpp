@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstring>
 
+#include <pthread.h>
 #include <unistd.h>
 
 namespace spyglass::cli {
@@ -11,6 +12,7 @@ namespace spyglass::cli {
 namespace {
 
 std::atomic<int> stop_requests{0};
+std::atomic<int> flush_requests{0};
 std::atomic<pid_t> forward_to{0};
 
 // Read by the handler, written only while `cleanup_ready` is false.
@@ -59,7 +61,26 @@ void on_stop_signal(int signal_number, siginfo_t* info, void*) {
     if (previous >= 1) abort_now(signal_number); // the second stop signal aborts
 }
 
+void on_flush_signal(int) {
+    flush_requests.fetch_add(1);
+}
+
 } // namespace
+
+const std::atomic<int>& install_flush_handler() {
+    struct sigaction action {};
+    action.sa_handler = on_flush_signal;
+    action.sa_flags = SA_RESTART; // reads and writes go on; the clock's sleep wakes anyway
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGUSR1, &action, nullptr);
+    return flush_requests;
+}
+
+void block_signals_here() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, nullptr);
+}
 
 const std::atomic<int>& install_stop_handlers() {
     struct sigaction action {};

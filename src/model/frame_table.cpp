@@ -58,4 +58,27 @@ StackId StackTable::intern(std::span<const FrameId> frames) {
     return id;
 }
 
+void StringTable::clear() {
+    index_.clear();
+    strings_.clear();
+    intern("");
+}
+
+void FrameTable::clear() {
+    index_.clear();
+    frames_.clear();
+    frames_.shrink_to_fit();
+    waits_.clear();
+    strings_.clear();
+}
+
+void StackTable::clear() {
+    index_.clear();
+    entries_.clear();
+    entries_.shrink_to_fit();
+    pool_.clear();
+    pool_.shrink_to_fit();
+    intern({});
+}
+
 } // namespace spyglass::model

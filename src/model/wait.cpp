@@ -51,4 +51,10 @@ WaitId WaitTable::intern(const Wait& wait) {
     return id;
 }
 
+void WaitTable::clear() {
+    waits_.clear();
+    index_.clear();
+    intern({});
+}
+
 } // namespace spyglass::model

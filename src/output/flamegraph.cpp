@@ -3,10 +3,12 @@
 // interactive is in flamegraph_script.cpp.
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "spyglass/output/diff.hpp"
 #include "spyglass/output/writer.hpp"
 
 namespace spyglass::output {
@@ -37,6 +39,26 @@ struct Box {
     std::uint64_t total = 0;
     std::uint64_t on_cpu = 0;
     std::uint32_t depth = 0; // 0: the root ("all")
+    std::uint64_t path = 0;  // a hash of the labels from the root to it (for a diff)
+};
+
+std::uint64_t path_step(std::uint64_t parent, std::uint64_t label) {
+    std::uint64_t h = (parent ^ label) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 31);
+}
+
+std::uint64_t label_hash(std::string_view label) {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (char c : label)
+        h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+    return h;
+}
+
+// The base of a differential flame graph: every call path's weight, by path hash.
+struct Differential {
+    std::unordered_map<std::uint64_t, std::uint64_t> paths;
+    std::uint64_t total = 0;
+    std::string title;
 };
 
 std::string group_digits(std::uint64_t n) {
@@ -89,6 +111,15 @@ std::string colour(std::string_view function, Hue hue) {
     return fmt::format("rgb({},{},{})", c(205, 50, v1), c(70, 160, v2), c(20, 50, v3));
 }
 
+// A differential frame: red as its share of all samples grew, blue as it shrank, white when
+// it stayed; `scale` is the largest change of the graph (the full colour).
+std::string diff_colour(double change, double scale) {
+    double t = scale > 0 ? std::min(1.0, std::fabs(change) / scale) : 0.0;
+    int fade = static_cast<int>(235 - 175 * t);
+    return change >= 0 ? fmt::format("rgb(245,{},{})", fade, fade)
+                       : fmt::format("rgb({},{},245)", fade, fade);
+}
+
 // The middle of each colour range, for the legend.
 constexpr std::string_view kRunningSwatch = "rgb(230,150,45)";
 constexpr std::string_view kWaitingSwatch = "rgb(90,145,227)";
@@ -97,18 +128,26 @@ constexpr std::string_view kMatchSwatch = "rgb(230,0,230)";
 
 // What the colours and the brackets mean, centred under the subtitle (the script centres it
 // again when the width follows the window). Frame kinds to come (native) add entries here.
-void append_legend(std::string& svg) {
+void append_legend(std::string& svg, bool differential) {
     struct Entry {
         std::string_view swatch; // empty: text only
         std::string_view text;
     };
-    constexpr Entry entries[] = {
+    constexpr Entry normal[] = {
         {kRunningSwatch, "running (on-CPU)"},
         {kWaitingSwatch, "waiting (off-CPU)"},
         {kReasonSwatch, "[wait ...]: what it waited for"},
         {kMatchSwatch, "search match"},
         {"", "[name]: added by spyglass, not in the program"},
     };
+    constexpr Entry diff[] = {
+        {"rgb(245,60,60)", "share of all samples grew"},
+        {"rgb(60,60,245)", "share shrank"},
+        {"rgb(245,235,235)", "about the same"},
+        {kMatchSwatch, "search match"},
+    };
+    std::span<const Entry> entries =
+        differential ? std::span<const Entry>(diff) : std::span<const Entry>(normal);
     constexpr double gap = 22, swatch_gap = 5;
     double width = 0;
     for (const Entry& entry : entries)
@@ -179,7 +218,10 @@ class Layout {
 
         scale_ = total_ == 0 ? 0 : (kWidth - 2 * kXPad) / static_cast<double>(total_);
         if (total_ == 0) return;
-        boxes_.push_back({0, 0, total_, on_cpu_, 0});
+        std::vector<std::uint64_t> hashes(by_rank.size());
+        for (std::size_t r = 0; r < by_rank.size(); ++r)
+            hashes[r] = label_hash(display_[by_rank[r]].label);
+        boxes_.push_back({0, 0, total_, on_cpu_, 0, 0});
         std::vector<Box> open; // the current stack's frames, root first, ranks as frames
         std::uint64_t offset = 0;
         for (const Stack& stack : stacks) {
@@ -191,9 +233,12 @@ class Layout {
                 close(open.back(), by_rank);
                 open.pop_back();
             }
-            for (std::size_t i = common; i < length; ++i)
-                open.push_back(
-                    {pool[stack.begin + i], offset, 0, 0, static_cast<std::uint32_t>(i + 1)});
+            for (std::size_t i = common; i < length; ++i) {
+                std::uint64_t parent = open.empty() ? 0 : open.back().path;
+                DisplayFrames::Id frame_rank = pool[stack.begin + i];
+                open.push_back({frame_rank, offset, 0, 0, static_cast<std::uint32_t>(i + 1),
+                                path_step(parent, hashes[frame_rank])});
+            }
             for (Box& box : open) {
                 box.total += stack.count;
                 box.on_cpu += stack.on_cpu;
@@ -257,9 +302,10 @@ std::string subtitle(const model::Profile& profile, std::uint64_t total, std::ui
     return text;
 }
 
-// The hover text: label, where, how much, on-CPU vs waiting.
+// The hover text: label, where, how much, on-CPU vs waiting (and for a diff, its share in
+// the base).
 void append_title(std::string& out, const DisplayFrames::Entry& frame, const Box& node,
-                  std::uint64_t total) {
+                  std::uint64_t total, const Differential* base) {
     append_xml_escaped(out, frame.label);
     if (!frame.file.empty()) {
         out += "\nfile: ";
@@ -272,11 +318,18 @@ void append_title(std::string& out, const DisplayFrames::Entry& frame, const Box
                    group_digits(node.total), node.total == 1 ? "sample" : "samples",
                    percent(node.total, total), group_digits(node.on_cpu),
                    percent(node.on_cpu, node.total), group_digits(off), percent(off, node.total));
+    if (base != nullptr) {
+        auto found = base->paths.find(node.path);
+        double before = percent(found == base->paths.end() ? 0 : found->second, base->total);
+        double now = percent(node.total, total);
+        fmt::format_to(std::back_inserter(out), "\nbase {:.2f}% \u2192 {:.2f}% ({:+.2f} points)",
+                       before, now, now - before);
+    }
 }
 
-class FlamegraphWriter final : public ProfileWriter {
-  public:
-    Result<void> write(const model::Profile& profile, std::FILE* out) override {
+Result<void> write_flamegraph(const model::Profile& profile, std::FILE* out,
+                              const Differential* base) {
+    {
         Layout layout(profile);
         std::uint32_t depth = 0;
         for (const Box& box : layout.boxes())
@@ -318,8 +371,29 @@ class FlamegraphWriter final : public ProfileWriter {
         std::string command = profile.info.command.empty() ? std::string("(unknown command)")
                                                            : join_words(profile.info.command);
         // The whole texts go in sg:text, for the script to fit them to the window's width.
-        std::string title = "spyglass: " + fit_text(command, 6000, kTitleFontSize);
+        std::string title = base != nullptr
+                                ? "spyglass diff: " + fit_text(base->title, 6000, kTitleFontSize)
+                                : "spyglass: " + fit_text(command, 6000, kTitleFontSize);
         std::string sub = subtitle(profile, total, layout.on_cpu(), layout.hidden());
+        if (base != nullptr)
+            sub = fmt::format("the new recording's shape, coloured by the change of each frame's "
+                              "share of all samples \u00b7 base {} samples, new {} samples",
+                              group_digits(base->total), group_digits(total));
+        // The largest change in the graph is the full colour.
+        double scale = 0;
+        auto change = [&](const Box& node) {
+            auto found = base->paths.find(node.path);
+            double before =
+                base->total == 0 || found == base->paths.end()
+                    ? 0.0
+                    : static_cast<double>(found->second) / static_cast<double>(base->total);
+            return (total == 0 ? 0.0
+                               : static_cast<double>(node.total) / static_cast<double>(total)) -
+                   before;
+        };
+        if (base != nullptr)
+            for (const Box& node : layout.boxes())
+                if (node.depth != 0) scale = std::max(scale, std::fabs(change(node)));
         fmt::format_to(std::back_inserter(svg),
                        "<text id=\"title\" class=\"center\" x=\"{}\" y=\"24\" sg:text=\"",
                        kWidth / 2);
@@ -344,7 +418,7 @@ class FlamegraphWriter final : public ProfileWriter {
             "<text id=\"matched\" class=\"right\" x=\"{1}\" y=\"{2}\" "
             "text-anchor=\"end\"> </text>\n",
             kXPad, kWidth - kXPad, height - 14, kXPad + 100);
-        append_legend(svg);
+        append_legend(svg, base != nullptr);
         if (total == 0)
             fmt::format_to(std::back_inserter(svg),
                            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">No samples were "
@@ -363,12 +437,15 @@ class FlamegraphWriter final : public ProfileWriter {
                       : frame.off_cpu || (node.total - node.on_cpu) * 2 > node.total ? Hue::waiting
                                                                                      : Hue::running;
             svg += "<g><title>";
-            append_title(svg, frame, node, total);
+            append_title(svg, frame, node, total, base);
             fmt::format_to(std::back_inserter(svg),
                            "</title><rect x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" "
                            "fill=\"{}\" rx=\"2\" sg:x=\"{}\" sg:w=\"{}\" sg:d=\"{}\"/>",
-                           x, y, w, kFrameHeight - 1, colour(frame.function, hue), node.offset,
-                           node.total, node.depth);
+                           x, y, w, kFrameHeight - 1,
+                           base != nullptr
+                               ? diff_colour(node.depth == 0 ? 0.0 : change(node), scale)
+                               : colour(frame.function, hue),
+                           node.offset, node.total, node.depth);
             // Most frames of a big profile are too narrow for a label: no empty text for them
             // (the script adds one when a zoom makes room).
             if (std::string label = fit_text(frame.label, w); !label.empty()) {
@@ -387,9 +464,37 @@ class FlamegraphWriter final : public ProfileWriter {
         if (auto written = write_bytes(out, svg); !written) return written;
         return flush_output(out);
     }
+}
+
+class FlamegraphWriter final : public ProfileWriter {
+  public:
+    Result<void> write(const model::Profile& profile, std::FILE* out) override {
+        return write_flamegraph(profile, out, nullptr);
+    }
 };
 
 } // namespace
+
+Result<void> write_diff_flamegraph(const model::Profile& base, const model::Profile& current,
+                                   std::string_view title, std::FILE* out) {
+    // Every call path of the base, by the same hash the layout gives the new one's frames.
+    Differential differential;
+    differential.title = std::string(title);
+    DisplayFrames display(base);
+    std::vector<DisplayFrames::Id> ids;
+    for (const model::AggregatedSample& sample : base.samples) {
+        if (sample.count == 0) continue;
+        const std::uint64_t periods = base.periods(sample.weight_ns, sample.count);
+        differential.total += periods;
+        display.stack(sample.key.thread, sample.key.stack, sample.key.on_cpu, sample.key.wait, ids);
+        std::uint64_t path = 0;
+        for (DisplayFrames::Id id : ids) {
+            path = path_step(path, label_hash(display[id].label));
+            differential.paths[path] += periods;
+        }
+    }
+    return write_flamegraph(current, out, &differential);
+}
 
 std::unique_ptr<ProfileWriter> make_flamegraph_writer() {
     return std::make_unique<FlamegraphWriter>();

@@ -111,6 +111,10 @@ void Resolver::run(CaptureQueue& queue) {
 
 void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawFrame> frames,
                       std::span<const std::uint8_t> bytes) {
+    if (capture.kind == CaptureKind::clock) {
+        sink_.advance(capture.time_ns);
+        return;
+    }
     ProcessEntry* process = process_entry(capture.process);
     if (process == nullptr) return; // not registered: a programming error, nothing to show
     switch (capture.kind) {
@@ -138,6 +142,7 @@ void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawF
         return;
     }
     case CaptureKind::sample:
+    case CaptureKind::clock:
         break;
     }
     if (capture.thread >= threads_.size()) return;
@@ -170,6 +175,10 @@ void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawF
     }
     sample.key.wait = resolve_wait(capture, *process, thread, sample.key.stack);
     sink_.sample(sample);
+    if (table_limit_ != 0 &&
+        (stacks_.size() > table_limit_ || frames_.size() > table_limit_ ||
+         frames_.strings().size() > table_limit_ || stacks_.frame_count() > 16 * table_limit_))
+        reset_tables();
     if (process->unnamed_threads) name_threads(*process, capture.process, capture.time_ns);
 }
 
@@ -186,6 +195,62 @@ model::WaitId Resolver::resolve_wait(const ThreadCapture& capture, ProcessEntry&
     }
     thread.last_wait = wait;
     return wait;
+}
+
+void Resolver::reset_tables() {
+    // A thread that has not run since its last sample is sent with that stack again: keep the
+    // frames (not the ids) and intern them into the emptied tables.
+    std::vector<std::vector<model::Frame>> last(threads_.size());
+    std::vector<std::string> texts(1); // index 0 stays "no string" for the waits below
+    for (std::size_t i = 0; i < threads_.size(); ++i) {
+        if (!threads_[i].have_last) continue;
+        for (model::FrameId id : stacks_.get(threads_[i].last_stack))
+            last[i].push_back(frames_.get(id));
+    }
+    // Frames refer to strings by id: take the texts along.
+    auto text = [&](model::StringId id) {
+        texts.emplace_back(frames_.strings().view(id));
+        return static_cast<model::StringId>(texts.size() - 1);
+    };
+    for (auto& frames : last)
+        for (model::Frame& frame : frames) {
+            frame.function = text(frame.function);
+            frame.file = text(frame.file);
+        }
+    // So are the waits a thread's next sample may repeat (WaitRead::previous).
+    std::vector<model::Wait> last_waits(threads_.size());
+    for (std::size_t i = 0; i < threads_.size(); ++i) {
+        if (threads_[i].last_wait == 0) continue;
+        model::Wait wait = frames_.waits().get(threads_[i].last_wait);
+        if (wait.syscall != 0) wait.syscall = text(wait.syscall);
+        if (wait.target != 0) wait.target = text(wait.target);
+        last_waits[i] = wait;
+    }
+    frames_.clear();
+    stacks_.clear();
+    ++table_resets_;
+    sink_.tables_reset();
+    torn_marker_ = frames_.marker("<unreadable: the stack changed while it was read>");
+    deeper_marker_ = frames_.marker("<deeper: more frames than the limit of 4096>");
+    for (auto& [slot, entry] : processes_)
+        if (entry.stacks) entry.stacks->tables_reset();
+    for (std::size_t i = 0; i < threads_.size(); ++i) {
+        if (!threads_[i].have_last) continue;
+        ids_.clear();
+        for (model::Frame frame : last[i]) {
+            frame.function = frames_.strings().intern(texts[frame.function]);
+            frame.file = frames_.strings().intern(texts[frame.file]);
+            ids_.push_back(frames_.intern(frame));
+        }
+        threads_[i].last_stack = stacks_.intern(ids_);
+    }
+    for (std::size_t i = 0; i < threads_.size(); ++i) {
+        if (threads_[i].last_wait == 0) continue;
+        model::Wait wait = last_waits[i];
+        if (wait.syscall != 0) wait.syscall = frames_.strings().intern(texts[wait.syscall]);
+        if (wait.target != 0) wait.target = frames_.strings().intern(texts[wait.target]);
+        threads_[i].last_wait = frames_.waits().intern(wait);
+    }
 }
 
 void Resolver::name_threads(ProcessEntry& process, std::uint32_t slot, std::uint64_t now_ns) {

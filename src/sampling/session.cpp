@@ -26,6 +26,7 @@ constexpr std::uint64_t kMillisecond = 1'000'000;
 constexpr std::uint64_t kScanIntervalNs = 200 * kMillisecond;
 constexpr std::uint64_t kYoungNs = 500 * kMillisecond;
 constexpr std::uint64_t kProgressIntervalNs = 250 * kMillisecond;
+constexpr std::uint64_t kClockIntervalNs = 100 * kMillisecond;
 
 std::uint64_t monotonic_ns() {
     timespec ts;
@@ -313,6 +314,7 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
 
     resolver_ =
         std::make_unique<Resolver>(frames_, stacks_, options_.stacks, sink, options_.sampler.waits);
+    resolver_->bound_tables(options_.table_limit);
     if (options_.sched_events && std::getenv("SPYGLASS_NO_SCHED_EVENTS") == nullptr)
         sched_ = process::SchedWatch::open();
     if (sched_) {
@@ -346,7 +348,8 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
     const std::uint64_t cpu_start = thread_cpu_ns();
     const std::uint64_t end = duration != 0 ? start + duration : 0;
     fast_pending_until_ = start + 2'000'000'000ull;
-    std::uint64_t tick = 0, next_scan = 0, next_progress = 0, next_pending = 0, next_not_python = 0;
+    std::uint64_t tick = 0, next_scan = 0, next_progress = 0, next_pending = 0, next_not_python = 0,
+                  next_clock = 0;
     model::RecordingTotals& totals = totals_;
     PassStats& stats = result.stats;
     std::uint64_t now = start;
@@ -440,6 +443,16 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
             }
             return true;
         });
+        if (now >= next_clock) {
+            // For sinks that cut windows while no sample comes; a full ring skips one.
+            python::RawFrame* none = nullptr;
+            if (ThreadCapture* event = queue_.reserve(0, none)) {
+                event->kind = CaptureKind::clock;
+                event->time_ns = elapsed;
+                queue_.push();
+            }
+            next_clock = now + kClockIntervalNs;
+        }
         queue_.notify();
         if (options_.resolve_inline) resolver_->drain(queue_);
         ++totals.ticks;
@@ -501,6 +514,9 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
                      "{} reads of the net tables",
                      stats.wait_reads, stats.wait_reused, result.waits.links_read,
                      result.waits.fd_changed, result.waits.net_parses);
+    if (resolver_->table_resets() != 0)
+        spdlog::info("the frame and stack tables were emptied {} times (bounded for --window)",
+                     resolver_->table_resets());
     sink.finish(totals);
     result.totals = totals;
     return result;

@@ -43,7 +43,15 @@ const python::CodeInfo* StackResolver::code(process::Address address) const {
 StackResolver::CodeEntry* StackResolver::code_for(const python::RawFrame& raw) {
     auto it = codes_.find(raw.code);
     if (it != codes_.end()) {
-        if (it->second.hash == raw.code_check || raw.code_check == 0) return &it->second;
+        if (it->second.hash == raw.code_check || raw.code_check == 0) {
+            CodeEntry& known = it->second;
+            if (known.generation != generation_) {
+                known.function = frames_.strings().intern(known.info.qualname);
+                known.file = frames_.strings().intern(known.info.filename);
+                known.generation = generation_;
+            }
+            return &known;
+        }
         ++stats_.code_stale; // another code object now lives at that address
         codes_.erase(it);
         resolved_.clear();
@@ -62,7 +70,15 @@ StackResolver::CodeEntry* StackResolver::code_for(const python::RawFrame& raw) {
     model::StringTable& strings = frames_.strings();
     entry.function = strings.intern(entry.info.qualname);
     entry.file = strings.intern(entry.info.filename);
+    entry.generation = generation_;
     return &(codes_[raw.code] = std::move(entry));
+}
+
+void StackResolver::tables_reset() {
+    ++generation_;
+    resolved_.clear();
+    truncated_marker_ = frames_.marker("<truncated>");
+    unknown_code_marker_ = frames_.marker("<code object gone before it was read>");
 }
 
 std::int32_t StackResolver::line_of(CodeEntry& entry, std::int32_t offset) {

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
             for (std::size_t k = 0; k < 8 && i + k < size; ++k)
                 input[i + k] = static_cast<std::uint8_t>(word >> (8 * k));
         }
-        input[0] = static_cast<std::uint8_t>(n % 7 + 7 * (random() % 36));
+        input[0] = static_cast<std::uint8_t>(n % 8 + 8 * (random() % 32));
         LLVMFuzzerTestOneInput(input.data(), input.size());
     }
     std::printf("fuzz: %ld generated inputs, no crash\n", iterations);

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "fake_python.hpp"
+#include "raw_fixture.hpp"
+#include <zlib.h>
 
 #include "spyglass/process/fake_memory.hpp"
 #include "spyglass/process/proc_waits.hpp"
@@ -279,12 +281,71 @@ void debug_offsets(std::span<const std::uint8_t> data) {
     (void)spyglass::python::layout_from_debug_offsets(bytes, std::nullopt);
 }
 
+// A raw recording's reader, on a real file cut and edited: the input picks where in the last
+// blocks the file is cut, which bytes change, and whether the changed block's checksum is put
+// right (so that edited zstd data and edited records reach the decoders); or the input is one
+// stored (uncompressed) record block of its own. Every outcome must be a status, never a crash.
+void raw_recording(std::span<const std::uint8_t> data) {
+    static const spyglass::rawtest::RawFixture fixture =
+        spyglass::rawtest::make_raw_recording(900, true, 3, 40'000'000);
+    static const std::vector<std::size_t> blocks =
+        spyglass::rawtest::raw_block_offsets(fixture.bytes);
+    if (data.size() < 4 || blocks.size() < 5) return;
+    std::string bytes;
+    auto set_crc = [&](std::size_t block) {
+        std::uint32_t size =
+            static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[block + 4])) |
+            static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[block + 5])) << 8 |
+            static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[block + 6])) << 16 |
+            static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[block + 7])) << 24;
+        if (block + 16 + size > bytes.size()) return;
+        uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(bytes.data() + block), 12);
+        crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + block + 16), size);
+        for (int i = 0; i < 4; ++i)
+            bytes[block + 12 + static_cast<std::size_t>(i)] =
+                static_cast<char>((crc >> (8 * i)) & 0xff);
+    };
+    if (data[0] % 4 == 0) {
+        // Header and info block of the fixture, then the input as one stored record block.
+        bytes = fixture.bytes.substr(0, blocks[1]);
+        std::size_t at = bytes.size();
+        std::uint32_t size = static_cast<std::uint32_t>(data.size() - 1);
+        bytes.push_back(2); // records
+        bytes.push_back(0); // stored
+        bytes.append(2, '\0');
+        for (int k = 0; k < 2; ++k)
+            for (int i = 0; i < 4; ++i)
+                bytes.push_back(static_cast<char>((size >> (8 * i)) & 0xff));
+        bytes.append(4, '\0');
+        bytes.append(reinterpret_cast<const char*>(data.data() + 1), size);
+        set_crc(at);
+    } else {
+        std::size_t first = blocks[blocks.size() - 4];
+        std::size_t span = fixture.bytes.size() - first;
+        std::size_t cut = first + (data[1] | data[2] << 8) % (span + 1);
+        bytes = fixture.bytes.substr(0, cut);
+        bool fix = data[0] % 4 == 2;
+        for (std::size_t i = 3; i + 1 < data.size() && !bytes.empty(); i += 2) {
+            std::size_t at = first + (data[i] | (data[i + 1] & 0x3f) << 8) % span;
+            if (at < bytes.size()) bytes[at] = static_cast<char>(bytes[at] ^ data[i + 1] ^ 0x5a);
+        }
+        if (fix)
+            for (std::size_t b = 1; b + 1 < blocks.size(); ++b)
+                if (blocks[b] + 16 <= bytes.size()) set_crc(blocks[b]);
+    }
+    auto reader = spyglass::output::RawReader::from_memory(bytes);
+    if (!reader) return;
+    spyglass::rawtest::Transcript transcript((*reader)->frames(), (*reader)->stacks());
+    auto status = (*reader)->replay(transcript);
+    if (status.good_bytes > bytes.size() || status.samples != transcript.samples) __builtin_trap();
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size == 0) return 0;
     std::span<const std::uint8_t> input(data + 1, size - 1);
-    switch (data[0] % 7) {
+    switch (data[0] % 8) {
     case 0:
         line_tables(input);
         break;
@@ -305,6 +366,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         break;
     case 6:
         corrupted_debug_offsets(input);
+        break;
+    case 7:
+        raw_recording(input);
         break;
     }
     return 0;

@@ -63,7 +63,8 @@ class ManPage(unittest.TestCase):
 
     def test_every_subcommand_has_a_section_with_exactly_its_options(self):
         commands = subcommands()
-        self.assertEqual(set(commands), {"dump", "record", "top", "completions", "manpage"})
+        self.assertEqual(set(commands), {"dump", "record", "top", "report", "diff",
+                                         "completions", "manpage"})
         for command in commands:
             section = self.sections.get("SPYGLASS " + command.upper())
             self.assertIsNotNone(section, "no section for %s in %s" % (command, list(self.sections)))
@@ -150,8 +151,10 @@ class Completions(unittest.TestCase):
 
     def test_bash(self):
         self.assertEqual(set(self.bash_complete("spyglass", "")) & {"dump", "record", "top",
+                                                                   "report", "diff",
                                                                    "completions", "manpage"},
-                         {"dump", "record", "top", "completions", "manpage"})
+                         {"dump", "record", "top", "report", "diff",
+                                         "completions", "manpage"})
         self.assertEqual(self.bash_complete("spyglass", "rec"), ["record"])
         self.assertEqual(self.bash_complete("spyglass", "record", "--for"), ["--format"])
         self.assertEqual(self.bash_complete("spyglass", "record", "--hide"), ["--hideprogress"])

@@ -39,10 +39,11 @@ struct SamplingOptions {
     bool function = false;
     bool nolineno = false;
     bool jitter = false;
-    bool native = false;        // --native: native (C/C++) frames merged with the Python ones
-    bool native_all = false;    // --native-all: and the interpreter's own frames
-    std::string waits = "full"; // --waits: full | kind
-    bool no_waits = false;      // --no-waits
+    bool native = false;         // --native: native (C/C++) frames merged with the Python ones
+    bool native_all = false;     // --native-all: and the interpreter's own frames
+    std::string waits = "full";  // --waits: full | kind
+    bool no_waits = false;       // --no-waits
+    std::size_t table_limit = 0; // not an option: bounded tables for --window (Resolver)
 };
 
 struct RecordOptions {
@@ -52,6 +53,14 @@ struct RecordOptions {
     bool threads = false;
     bool full_filenames = false;
     bool hide_progress = false;
+    std::string raw;                       // --raw FILE: every sample, for report
+    double window = 0;                     // --window SECONDS: one profile per window
+    std::string keep;                      // --keep DURATION: delete older window files
+    std::string push;                      // --push URL: Pyroscope-compatible ingest
+    std::string app;                       // --app NAME (default: the target's program)
+    std::vector<std::string> tags;         // --tag k=v
+    std::vector<std::string> push_headers; // --push-header 'Name: value'
+    double push_timeout = 10;              // seconds per request
 };
 
 int run_record(const RecordOptions& options);
@@ -66,6 +75,34 @@ struct TopOptions {
 };
 
 int run_top(const TopOptions& options);
+
+struct ReportOptions {
+    std::string input;
+    std::string output; // empty: beside the input, as a flame graph
+    std::string format;
+    std::string from, to;             // seconds from the start, or wall-clock times
+    std::vector<std::string> threads; // names or TIDs
+    std::vector<pid_t> pids;
+    std::string mode; // empty: as recorded
+    bool gil = false;
+    bool function = false;
+    bool nolineno = false;
+    bool per_thread = false; // -t/--threads
+    bool full_filenames = false;
+    bool summary = false;
+};
+
+int run_report(const ReportOptions& options);
+
+struct DiffOptions {
+    std::string base, current;
+    std::string output; // a differential flame graph (SVG)
+    std::size_t top = 0;
+    std::string mode = "wall";
+    bool full_filenames = false;
+};
+
+int run_diff(const DiffOptions& options);
 
 // Prints "spyglass: error: <message>" on one line to stderr.
 void print_error(const std::string& message);

@@ -14,6 +14,12 @@ namespace spyglass::cli {
 
 // Installs the handlers; returns the number of stop requests so far (read it, don't write).
 const std::atomic<int>& install_stop_handlers();
+// SIGUSR1 during `record`: write the current window (or the whole recording so far) now and
+// go on. Returns the number of requests so far (a sink compares it with what it saw).
+const std::atomic<int>& install_flush_handler();
+// The calling thread takes no signal from now on (the threads record starts beside the clock:
+// Ctrl-C, SIGCHLD and SIGUSR1 must land on the sampling thread).
+void block_signals_here();
 // The launched command, to forward signals to (0: none).
 void set_forward_target(pid_t pid);
 // Ignore SIGPIPE: a closed output pipe is an I/O error, not a reason to die.

@@ -22,6 +22,7 @@ class StringTable {
   public:
     StringTable() { intern(""); } // id 0 is the empty string
     StringId intern(std::string_view text);
+    void clear(); // back to the empty string alone
     [[nodiscard]] std::string_view view(StringId id) const noexcept { return strings_[id]; }
     [[nodiscard]] std::size_t size() const noexcept { return strings_.size(); }
 
@@ -56,6 +57,8 @@ class FrameTable {
 
     // A marker frame with the given text as its function name.
     FrameId marker(std::string_view text);
+    // Empties the frames, their strings and the waits (ids start again from the first).
+    void clear();
     // The waits samples refer to (their names and targets are strings of this table).
     WaitTable& waits() noexcept { return waits_; }
     [[nodiscard]] const WaitTable& waits() const noexcept { return waits_; }
@@ -75,6 +78,7 @@ class StackTable {
   public:
     StackTable() { intern({}); } // id 0 is the empty stack
     StackId intern(std::span<const FrameId> frames);
+    void clear(); // back to the empty stack alone
     [[nodiscard]] std::span<const FrameId> get(StackId id) const noexcept {
         const Entry& e = entries_[id];
         return {pool_.data() + e.offset, e.length};

@@ -56,6 +56,13 @@ class SampleSink {
     // A thread seen for the first time, or renamed: `index` is what later samples refer to.
     virtual void thread(std::uint32_t index, const ThreadInfo& info) = 0;
     virtual void sample(const Sample& sample) = 0;
+    // The recording has reached `time_ns` (since its start): no sample before it is still to
+    // come. Sent every 100 ms or so, samples or not, so that a sink that cuts time into
+    // windows, or flushes on request, does so even while every thread is left out (--mode cpu).
+    virtual void advance(std::uint64_t /*time_ns*/) {}
+    // The frame and stack tables were emptied to bound memory (long recordings with --window):
+    // every id given before means nothing after this call. Sent only to sinks that expect it.
+    virtual void tables_reset() {}
     virtual void finish(const RecordingTotals&) {}
 };
 

@@ -56,6 +56,7 @@ class WaitTable {
   public:
     WaitTable() { intern({}); } // id 0 is "not known"
     WaitId intern(const Wait& wait);
+    void clear(); // back to "not known" alone
     [[nodiscard]] const Wait& get(WaitId id) const noexcept { return waits_[id]; }
     [[nodiscard]] std::size_t size() const noexcept { return waits_.size(); }
 

@@ -25,6 +25,7 @@ enum class CaptureKind : std::uint8_t {
     thread_seen,     // a thread seen for the first time: `thread`, `tid`, `thread_id`, `interp`
     process_added,   // `process` is sampled from now on
     process_retired, // `process` is not sampled any more (exited, exec'd)
+    clock,           // the recording reached `time_ns` (SampleSink::advance)
 };
 
 // What an off-CPU thread was blocked in, as the sampling thread read it: numbers only (the

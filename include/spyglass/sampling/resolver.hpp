@@ -42,6 +42,12 @@ class Resolver {
     // Handles captures until the queue is closed and empty (the resolver's own thread).
     void run(CaptureQueue& queue);
 
+    // Empties the frame and stack tables whenever they hold more than `entries` frames or
+    // stacks (0: never), telling the sink (SampleSink::tables_reset): memory stays flat over a
+    // recording of days, for sinks that keep no ids across windows.
+    void bound_tables(std::size_t entries) noexcept { table_limit_ = entries; }
+    [[nodiscard]] std::uint64_t table_resets() const noexcept { return table_resets_; }
+
     [[nodiscard]] ResolveStats stats() const;
     [[nodiscard]] NativeResolveStats native_stats() const;
     [[nodiscard]] WaitResolveStats wait_stats() const;
@@ -74,6 +80,7 @@ class Resolver {
     void name_threads(ProcessEntry& process, std::uint32_t slot, std::uint64_t now_ns);
     model::WaitId resolve_wait(const ThreadCapture& capture, ProcessEntry& process,
                                ThreadEntry& thread, model::StackId stack);
+    void reset_tables();
 
     model::FrameTable& frames_;
     model::StackTable& stacks_;
@@ -90,6 +97,8 @@ class Resolver {
     NativeResolveStats retired_native_;
     WaitResolveStats retired_wait_stats_;
     std::uint64_t cpu_ns_ = 0;
+    std::size_t table_limit_ = 0;
+    std::uint64_t table_resets_ = 0;
 };
 
 } // namespace spyglass::sampling

@@ -32,6 +32,7 @@ struct SessionOptions {
     bool subprocesses = false;
     bool resolve_inline = false;      // resolve between passes instead of on a thread of its own
     bool sched_events = true;         // learn which threads ran from perf scheduler events
+    std::size_t table_limit = 0;      // Resolver::bound_tables (0: tables grow as they need)
     std::vector<std::string> command; // what is profiled, for the sinks' start event
     SamplerOptions sampler;
     StackReadOptions stacks;

@@ -47,6 +47,9 @@ class StackResolver {
     [[nodiscard]] const std::vector<std::uint32_t>& kept() const noexcept { return kept_; }
     [[nodiscard]] const python::CodeInfo* code(process::Address code) const;
     [[nodiscard]] const ResolveStats& stats() const noexcept { return stats_; }
+    // The frame table was emptied (bounded tables): the code objects read stay, their names
+    // are interned again when next used.
+    void tables_reset();
 
   private:
     struct CodeEntry {
@@ -54,6 +57,7 @@ class StackResolver {
         std::uint64_t hash = 0;
         model::StringId function = 0;
         model::StringId file = 0;
+        std::uint32_t generation = 0; // of the frame table the two ids above belong to
         std::unordered_map<std::int32_t, std::int32_t> lines; // offset -> line
     };
     struct ResolvedStack {
@@ -72,6 +76,7 @@ class StackResolver {
     std::unordered_map<process::Address, CodeEntry> codes_;
     std::unordered_map<std::uint64_t, ResolvedStack> resolved_;
     std::vector<std::uint32_t> kept_;
+    std::uint32_t generation_ = 0;
     ResolveStats stats_;
 };
 

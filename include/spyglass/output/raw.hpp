@@ -1,0 +1,133 @@
+// The raw recording (`--raw FILE`): every sample as it was taken, streamed to a compact,
+// versioned, block-structured and checksummed file that `spyglass report` renders later into
+// any format, any slice. docs/raw-format.md describes it byte by byte.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <sys/types.h>
+
+#include "spyglass/error.hpp"
+#include "spyglass/model/frame_table.hpp"
+#include "spyglass/model/sample.hpp"
+
+namespace spyglass::output {
+
+// The version this spyglass writes and the newest it reads. A file of a newer version is
+// refused, never guessed at.
+inline constexpr std::uint16_t kRawFormatVersion = 1;
+
+// What a raw file says about itself besides the recording's start event.
+struct RawHeader {
+    std::uint16_t format_version = kRawFormatVersion;
+    std::string spyglass_version;
+    std::string host;
+    pid_t target_pid = 0; // --pid; 0 for a launched command
+};
+
+// A sink that writes the raw file. Blocks go out with write(2) when they fill up and at least
+// once a second of recording, so a file cut by SIGKILL or a full disk is whole up to its last
+// block. A write error stops the writing (the recording goes on) and is kept for error().
+class RawWriter final : public model::SampleSink {
+  public:
+    // "-" is standard output.
+    static Result<std::unique_ptr<RawWriter>> open(const std::string& path,
+                                                   const model::FrameTable& frames,
+                                                   const model::StackTable& stacks,
+                                                   RawHeader header);
+    ~RawWriter() override;
+    RawWriter(const RawWriter&) = delete;
+    RawWriter& operator=(const RawWriter&) = delete;
+
+    void start(const model::RecordingInfo& info) override;
+    void thread(std::uint32_t index, const model::ThreadInfo& info) override;
+    void sample(const model::Sample& sample) override;
+    void advance(std::uint64_t time_ns) override;
+    void tables_reset() override;
+    void finish(const model::RecordingTotals& totals) override;
+
+    [[nodiscard]] const std::optional<Error>& error() const noexcept { return error_; }
+    [[nodiscard]] std::uint64_t bytes_written() const noexcept { return bytes_written_; }
+    [[nodiscard]] const std::string& path() const noexcept { return path_; }
+
+    struct Impl;
+
+  private:
+    RawWriter(std::string path, int fd, const model::FrameTable& frames,
+              const model::StackTable& stacks, RawHeader header);
+    void define_new_entries();
+    void flush_block();
+    void write_block(std::uint8_t type, std::uint8_t codec, std::string_view payload,
+                     std::size_t raw_size);
+
+    std::string path_;
+    int fd_;
+    const model::FrameTable& frames_;
+    const model::StackTable& stacks_;
+    RawHeader header_;
+    std::unique_ptr<Impl> impl_;
+    std::optional<Error> error_;
+    std::uint64_t bytes_written_ = 0;
+};
+
+// How far a raw file could be read.
+struct RawReadStatus {
+    bool complete = false;        // its end record was read: the recording finished normally
+    bool damaged = false;         // a block failed its checksum or did not decode (else: cut short)
+    std::uint64_t good_bytes = 0; // where the last good block ends
+    std::uint64_t file_bytes = 0;
+    std::uint64_t blocks = 0; // good record blocks
+    std::uint64_t samples = 0;
+    std::uint64_t last_time_ns = 0;
+    std::string problem; // what stopped the reading, when not complete
+};
+
+class RawReader {
+  public:
+    // Reads and checks the file header and the recording's header: a file that is not a raw
+    // recording, or is of a newer version, is an error here.
+    static Result<std::unique_ptr<RawReader>> open(const std::string& path);
+    static Result<std::unique_ptr<RawReader>> from_memory(std::string_view bytes);
+    ~RawReader();
+    RawReader(const RawReader&) = delete;
+    RawReader& operator=(const RawReader&) = delete;
+
+    [[nodiscard]] const RawHeader& header() const noexcept { return header_; }
+    [[nodiscard]] const model::RecordingInfo& info() const noexcept { return info_; }
+
+    // Replays the recording into `sink`: start, then threads and samples in the order they
+    // were recorded, then finish, with the totals written at the end or, for a file cut
+    // short, made from what was read. Whole blocks only: a block that does not check out and
+    // everything after it are left out. Samples refer to frames() and stacks(), which hold
+    // what the file defined (the same ids as the recording's tables, until a table reset).
+    RawReadStatus replay(model::SampleSink& sink);
+
+    // Every name each thread had, by thread index (one replay).
+    std::vector<std::vector<std::string>> thread_names();
+
+    [[nodiscard]] const model::FrameTable& frames() const noexcept { return frames_; }
+    [[nodiscard]] const model::StackTable& stacks() const noexcept { return stacks_; }
+
+  private:
+    RawReader() = default;
+    Result<void> read_headers(const std::string& name);
+
+    std::vector<char> memory_; // from_memory's bytes (fmemopen reads them)
+    std::FILE* file_ = nullptr;
+    std::uint64_t data_offset_ = 0; // the first record block
+    RawHeader header_;
+    model::RecordingInfo info_;
+    model::FrameTable frames_;
+    model::StackTable stacks_;
+};
+
+// Whether `bytes` (a file's first bytes) start like a raw recording.
+bool looks_like_raw(std::string_view bytes) noexcept;
+
+} // namespace spyglass::output

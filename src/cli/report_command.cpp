@@ -1,0 +1,286 @@
+// spyglass report: a raw recording rendered in any format, any slice; or summarised.
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "spyglass/cli/atomic_file.hpp"
+#include "spyglass/cli/options.hpp"
+#include "spyglass/cli/summary.hpp"
+#include "spyglass/cli/window_files.hpp"
+#include "spyglass/model/aggregator.hpp"
+#include "spyglass/model/projector.hpp"
+#include "spyglass/model/select.hpp"
+#include "spyglass/output/raw.hpp"
+#include "spyglass/output/writer.hpp"
+
+namespace spyglass::cli {
+
+namespace {
+
+constexpr std::uint64_t kSecond = 1'000'000'000ull;
+
+std::string default_report_path(const std::string& input) {
+    std::string base =
+        input.substr(input.rfind('/') == std::string::npos ? 0 : input.rfind('/') + 1);
+    std::size_t dot = base.rfind('.');
+    if (dot != std::string::npos && dot != 0) base.resize(dot);
+    return base + ".svg";
+}
+
+// --from / --to: seconds from the start ("90", "1m30s") or a wall-clock time ("14:03",
+// "14:03:05", "2024-05-01T14:03:05", "2024-05-01 14:03:05", with Z for UTC), as ns since the
+// start of the recording.
+Result<std::uint64_t> parse_time(const std::string& option, const std::string& text,
+                                 std::uint64_t start_unix_ns) {
+    char* end = nullptr;
+    double seconds = std::strtod(text.c_str(), &end);
+    if (!text.empty() && end == text.c_str() + text.size() && seconds >= 0 &&
+        std::isfinite(seconds))
+        return static_cast<std::uint64_t>(seconds * 1e9);
+    if (text.find(':') == std::string::npos) {
+        auto duration = parse_span_ns(text);
+        if (duration) return *duration;
+        return fail(Errc::invalid_argument,
+                    "{} {}: not seconds from the start (90, 1m30s) nor a time of day (14:03:05) "
+                    "or a date and time (2024-05-01T14:03:05)",
+                    option, text);
+    }
+    std::string value = text;
+    bool utc = !value.empty() && (value.back() == 'Z' || value.back() == 'z');
+    if (utc) value.pop_back();
+    std::tm tm{};
+    auto start_seconds = static_cast<std::time_t>(start_unix_ns / kSecond);
+    const char* rest = nullptr;
+    for (const char* format :
+         {"%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"}) {
+        tm = {};
+        rest = ::strptime(value.c_str(), format, &tm);
+        if (rest != nullptr && *rest == '\0') break;
+        rest = nullptr;
+    }
+    bool time_of_day = false;
+    if (rest == nullptr) {
+        for (const char* format : {"%H:%M:%S", "%H:%M"}) {
+            std::tm clock{};
+            rest = ::strptime(value.c_str(), format, &clock);
+            if (rest != nullptr && *rest == '\0') {
+                // On the day the recording started.
+                if (utc)
+                    ::gmtime_r(&start_seconds, &tm);
+                else
+                    ::localtime_r(&start_seconds, &tm);
+                tm.tm_hour = clock.tm_hour;
+                tm.tm_min = clock.tm_min;
+                tm.tm_sec = clock.tm_sec;
+                time_of_day = true;
+                break;
+            }
+            rest = nullptr;
+        }
+    }
+    if (rest == nullptr)
+        return fail(Errc::invalid_argument,
+                    "{} {}: not seconds from the start (90, 1m30s) nor a time of day (14:03:05) "
+                    "or a date and time (2024-05-01T14:03:05)",
+                    option, text);
+    tm.tm_isdst = -1;
+    std::time_t at = utc ? ::timegm(&tm) : std::mktime(&tm);
+    // A time of day before the start (by more than half a day) is the next day's.
+    if (time_of_day && at + 43200 < start_seconds) at += 86400;
+    auto at_ns = static_cast<std::int64_t>(at) * static_cast<std::int64_t>(kSecond);
+    auto start = static_cast<std::int64_t>(start_unix_ns);
+    // Whole seconds: a time of the start's own second means the start.
+    if (at_ns <= start) return 0;
+    return static_cast<std::uint64_t>(at_ns - start);
+}
+
+std::string local_time(std::uint64_t unix_ns) {
+    auto seconds = static_cast<std::time_t>(unix_ns / kSecond);
+    std::tm tm{};
+    ::localtime_r(&seconds, &tm);
+    char text[64];
+    std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S %Z", &tm);
+    return text;
+}
+
+void print_summary(const std::string& input, const output::RawReader& reader,
+                   const output::RawReadStatus& status, const model::Profile& profile) {
+    const model::RecordingInfo& info = profile.info;
+    const model::RecordingTotals& totals = profile.totals;
+    std::string text = fmt::format("{}: spyglass raw recording (format {}), written by spyglass "
+                                   "{} on {}\n",
+                                   input, reader.header().format_version,
+                                   reader.header().spyglass_version, reader.header().host);
+    text += fmt::format("command:  {}\n", output::join_words(info.command));
+    text += fmt::format("started:  {}\n", local_time(info.start_unix_ns));
+    text += fmt::format("duration: {:.1f} s at {} Hz, {} mode{}{}\n",
+                        static_cast<double>(totals.elapsed_ns) / 1e9, info.rate_hz,
+                        info.mode == model::SampleMode::cpu ? "cpu" : "wall",
+                        info.gil_only ? ", GIL holders only" : "",
+                        totals.python_version.empty() ? "" : ", Python " + totals.python_version);
+    std::uint64_t samples = 0, weight = 0;
+    std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> by_thread; // all, on-CPU
+    std::map<std::string, std::uint64_t> self;
+    for (const model::AggregatedSample& sample : profile.samples) {
+        samples += sample.count;
+        weight += sample.weight_ns;
+        auto& thread = by_thread[sample.key.thread];
+        thread.first += sample.weight_ns;
+        if (sample.key.on_cpu) thread.second += sample.weight_ns;
+        std::span<const model::FrameId> frames = profile.stacks->get(sample.key.stack);
+        std::string label(output::kNoFramesFrame);
+        if (!frames.empty()) {
+            const model::Frame& leaf = profile.frames->get(frames.front());
+            const model::StringTable& strings = profile.frames->strings();
+            label = std::string(strings.view(leaf.function));
+            if (leaf.kind != model::FrameKind::marker && leaf.file != 0)
+                label += " (" + output::short_filename(strings.view(leaf.file)) + ")";
+        }
+        self[label] += sample.weight_ns;
+    }
+    text += fmt::format("samples:  {}{}\n", output::with_commas(samples),
+                        status.complete ? "" : " (the file was cut: see the warning)");
+    auto share = [&](std::uint64_t part) {
+        return weight == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(weight);
+    };
+    text += fmt::format("threads:  {}\n", by_thread.size());
+    std::vector<std::pair<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>>> threads(
+        by_thread.begin(), by_thread.end());
+    std::sort(threads.begin(), threads.end(),
+              [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+    for (const auto& [index, time] : threads) {
+        const model::ThreadInfo* t =
+            index < profile.threads.size() ? &profile.threads[index] : nullptr;
+        text += fmt::format("  {:>6.1f}%  {:>8}  {:<20} on-CPU {:.1f}%\n", share(time.first),
+                            t != nullptr ? t->tid : 0, t != nullptr ? t->name : "?",
+                            time.first == 0 ? 0.0
+                                            : 100.0 * static_cast<double>(time.second) /
+                                                  static_cast<double>(time.first));
+    }
+    std::vector<std::pair<std::string, std::uint64_t>> top(self.begin(), self.end());
+    std::sort(top.begin(), top.end(),
+              [](const auto& a, const auto& b) { return a.second > b.second; });
+    text += "top functions (own time):\n";
+    for (std::size_t i = 0; i < top.size() && i < 15; ++i)
+        text += fmt::format("  {:>6.1f}%  {}\n", share(top[i].second), top[i].first);
+    std::fputs(text.c_str(), stdout);
+}
+
+} // namespace
+
+int run_report(const ReportOptions& options) {
+    output::Format format = output::Format::flamegraph;
+    std::string path = options.output.empty() ? default_report_path(options.input) : options.output;
+    if (!options.format.empty()) {
+        auto parsed = output::parse_format(options.format);
+        if (!parsed) {
+            print_error(fmt::format("unknown format {}", options.format));
+            return 2;
+        }
+        format = *parsed;
+    } else {
+        format = output::format_for_path(path);
+    }
+    auto opened = output::RawReader::open(options.input);
+    if (!opened) {
+        print_error(opened.error().message);
+        return 1;
+    }
+    output::RawReader& reader = **opened;
+    const std::uint64_t start = reader.info().start_unix_ns;
+    model::Selection selection;
+    for (auto [text, into] :
+         {std::pair{&options.from, &selection.from_ns}, std::pair{&options.to, &selection.to_ns}}) {
+        if (text->empty()) continue;
+        auto at = parse_time(into == &selection.from_ns ? "--from" : "--to", *text, start);
+        if (!at) {
+            print_error(at.error().message);
+            return 2;
+        }
+        *into = *at;
+    }
+    if (selection.from_ns && selection.to_ns && *selection.to_ns <= *selection.from_ns) {
+        print_error(fmt::format("--to {} is not after --from {}", options.to, options.from));
+        return 2;
+    }
+    selection.threads = options.threads;
+    selection.pids = options.pids;
+    selection.cpu_only = options.mode == "cpu";
+    selection.gil_only = options.gil;
+
+    std::vector<std::vector<std::string>> names;
+    if (!selection.threads.empty()) {
+        names = reader.thread_names();
+        bool any = false;
+        for (const std::string& wanted : selection.threads)
+            for (std::size_t i = 0; i < names.size() && !any; ++i)
+                any = std::find(names[i].begin(), names[i].end(), wanted) != names[i].end();
+        // (A TID is matched by the selection itself; a name must exist.)
+        bool numeric = std::all_of(
+            selection.threads.begin(), selection.threads.end(), [](const std::string& t) {
+                return !t.empty() && t.find_first_not_of("0123456789") == std::string::npos;
+            });
+        if (!any && !numeric) {
+            std::string known;
+            for (const auto& list : names)
+                for (const std::string& name : list)
+                    if (!name.empty() && known.find(name) == std::string::npos)
+                        known += (known.empty() ? "" : ", ") + name;
+            print_error(fmt::format("--thread {} matches no thread of {} (its threads: {})",
+                                    output::join_words(selection.threads), options.input,
+                                    known.empty() ? "none" : known));
+            return 1;
+        }
+    }
+    model::DisplayOptions display;
+    display.per_thread_roots = options.per_thread;
+    display.labels.full_filenames = options.full_filenames;
+    display.labels.line_numbers = !options.nolineno;
+    model::FrameTransform transform{options.function, options.nolineno};
+    std::unique_ptr<model::ProjectingSink> projector;
+    if (transform.function_lines || transform.no_lines)
+        projector =
+            std::make_unique<model::ProjectingSink>(reader.frames(), reader.stacks(), transform);
+    model::Aggregator aggregator(projector ? projector->frames() : reader.frames(),
+                                 projector ? projector->stacks() : reader.stacks(),
+                                 output::needs_timeline(format));
+    if (projector) projector->forward_to(aggregator);
+    model::SelectingSink select(selection, std::move(names),
+                                projector ? static_cast<model::SampleSink&>(*projector)
+                                          : static_cast<model::SampleSink&>(aggregator));
+    output::RawReadStatus status = reader.replay(select);
+    if (!status.complete)
+        std::fprintf(stderr,
+                     "spyglass: warning: %s was cut short: %s; read %s up to %.1f s (%s of %s "
+                     "bytes)\n",
+                     options.input.c_str(), status.problem.c_str(),
+                     count_of(status.samples, "sample").c_str(),
+                     static_cast<double>(status.last_time_ns) / 1e9,
+                     output::with_commas(status.good_bytes).c_str(),
+                     output::with_commas(status.file_bytes).c_str());
+    else if (!status.problem.empty())
+        std::fprintf(stderr, "spyglass: warning: %s: %s\n", options.input.c_str(),
+                     status.problem.c_str());
+    model::Profile profile = aggregator.profile(display);
+    if (options.summary) {
+        print_summary(options.input, reader, status, profile);
+        return std::fflush(stdout) == 0 ? 0 : 1;
+    }
+    auto writer = output::make_writer(format);
+    auto written =
+        write_file_atomically(path, [&](std::FILE* out) { return writer->write(profile, out); });
+    if (!written) {
+        print_error(written.error().message);
+        return 1;
+    }
+    std::fprintf(stderr, "spyglass: report: %s of %s%s; wrote %s to %s\n",
+                 count_of(select.kept(), "sample").c_str(),
+                 count_of(status.samples, "sample").c_str(), status.complete ? "" : " (cut)",
+                 output::format_name(format), path == "-" ? "standard output" : path.c_str());
+    return 0;
+}
+
+} // namespace spyglass::cli

@@ -1,0 +1,85 @@
+#include "spyglass/model/projector.hpp"
+
+namespace spyglass::model {
+
+namespace {
+
+template <typename Id>
+Id& slot(std::vector<Id>& map, std::uint32_t id, Id none) {
+    if (id >= map.size()) map.resize(id + 1, none);
+    return map[id];
+}
+
+} // namespace
+
+StackProjector::StackProjector(const FrameTable& from_frames, const StackTable& from_stacks,
+                               FrameTransform transform)
+    : from_frames_(from_frames), from_stacks_(from_stacks), transform_(transform) {}
+
+void StackProjector::retarget(FrameTable& frames, StackTable& stacks) {
+    to_frames_ = &frames;
+    to_stacks_ = &stacks;
+    forget();
+}
+
+void StackProjector::forget() {
+    frames_.clear();
+    stacks_.clear();
+    strings_.clear();
+    waits_.clear();
+}
+
+StringId StackProjector::string(StringId id) {
+    StringId& out = slot(strings_, id, kNone);
+    if (out == kNone) out = to_frames_->strings().intern(from_frames_.strings().view(id));
+    return out;
+}
+
+FrameId StackProjector::frame(FrameId id) {
+    FrameId& out = slot(frames_, id, kNone);
+    if (out != kNone) return out;
+    Frame frame = from_frames_.get(id);
+    frame.function = string(frame.function);
+    frame.file = string(frame.file);
+    if (frame.kind != FrameKind::marker) {
+        if (transform_.no_lines)
+            frame.line = 0;
+        else if (transform_.function_lines)
+            frame.line = frame.first_line;
+    }
+    return out = to_frames_->intern(frame);
+}
+
+StackId StackProjector::stack(StackId id) {
+    StackId& cached = slot(stacks_, id, kNone);
+    if (cached != kNone) return cached;
+    scratch_.clear();
+    for (FrameId frame_id : from_stacks_.get(id))
+        scratch_.push_back(frame(frame_id));
+    // (frame() may have grown frames_, not stacks_: the reference is still good.)
+    return stacks_[id] = to_stacks_->intern(scratch_);
+}
+
+WaitId StackProjector::wait(WaitId id) {
+    if (id == 0) return 0;
+    WaitId& cached = slot(waits_, id, kNone);
+    if (cached != kNone) return cached;
+    Wait wait = from_frames_.waits().get(id);
+    wait.syscall = string(wait.syscall);
+    wait.target = string(wait.target);
+    return waits_[id] = to_frames_->waits().intern(wait);
+}
+
+ProjectingSink::ProjectingSink(const FrameTable& frames, const StackTable& stacks,
+                               FrameTransform transform)
+    : projector_(frames, stacks, transform) {
+    projector_.retarget(frames_, stacks_);
+}
+
+void ProjectingSink::sample(const Sample& sample) {
+    Sample out = sample;
+    out.key = projector_.key(sample.key);
+    next_->sample(out);
+}
+
+} // namespace spyglass::model
