@@ -30,8 +30,8 @@ void setup_logging(int verbosity) {
 void add_native_flags(CLI::App* command, bool& native, bool& native_all) {
     command->add_flag("-n,--native", native,
                       "Also native (C/C++) frames, merged with the Python ones: a blocked "
-                      "thread is read without a stop, a running one is stopped for a few "
-                      "microseconds");
+                      "thread is read without a stop, a running one is stopped for its stack "
+                      "copy (about 0.1 ms)");
     command->add_flag("--native-all", native_all,
                       "--native, keeping the interpreter's own frames (its eval loop, calling "
                       "machinery and start-up code)");
@@ -222,10 +222,8 @@ std::unique_ptr<CLI::App> make_app(CommandLine& parsed) {
     DumpOptions& dump = parsed.dump;
     CLI::App* dump_cmd = app->add_subcommand(
         "dump", "Print the Python stack of every thread of a running process, once");
-    dump_cmd->add_option("-p,--pid", dump.pid, "PID of the running Python process")
-        ->type_name("PID")
-        ->required()
-        ->check(CLI::PositiveNumber);
+    check_pid(dump_cmd->add_option("-p,--pid", dump.pid, "PID of the running Python process")
+                  ->required());
     dump_cmd->add_flag("-j,--json", dump.json, "Print JSON (one object per process) for scripts");
     dump_cmd->add_flag("-l,--locals", dump.locals,
                        "Also print each frame's arguments and local variables");

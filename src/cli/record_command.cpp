@@ -128,13 +128,9 @@ int run_record(const RecordOptions& options) {
     Result<void> written;
     if (windowed) {
         // The windows were the output (RecordExtras told where).
-    } else if ((*extras)->flushed()) {
-        // A SIGUSR1 renamed a file over the one opened at the start: replace it the same way.
-        written = out->commit();
-        if (written)
-            written = write_file_atomically(
-                path, [&](std::FILE* stream) { return writer->write(profile, stream); });
     } else {
+        // Also after a SIGUSR1 wrote the recording so far: the temporary file is renamed over
+        // that one.
         auto stream = out->begin_write();
         written = stream ? writer->write(profile, *stream) : std::unexpected(stream.error());
         written = out->finish(std::move(written));

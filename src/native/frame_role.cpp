@@ -20,13 +20,14 @@ constexpr std::array<std::string_view, 7> kStartup = {
 
 // The C API entry points and the interpreter's static helpers that call a callable, run a code
 // object or start a thread or the program.
-constexpr std::array<std::string_view, 29> kInterpreterPlumbing = {
+constexpr std::array<std::string_view, 30> kInterpreterPlumbing = {
     "Py",
     "_Py",
     "cfunction_",
     "method_vectorcall",
     "vectorcall_",
     "call_function",
+    "function_call", // 3.6's tp_call of functions
     "do_call_core",
     "function_code_fastcall",
     "fast_function",

@@ -95,11 +95,11 @@ std::uint32_t fnv1a(std::string_view text) {
     return h;
 }
 
-enum class Hue : std::uint8_t { running, waiting, wait_reason };
+enum class Hue : std::uint8_t { running, native, waiting, wait_reason };
 
-// Warm (red-orange-yellow) on CPU, blue when waiting, green-teal for what a thread waited for
-// (the [wait ...] frames); the shade comes from the name, so one function has one colour
-// everywhere and across recordings.
+// Warm (red-orange-yellow) on CPU, khaki for native code on CPU (--native), blue when waiting,
+// green-teal for what a thread waited for (the [wait ...] frames); the shade comes from the name,
+// so one function has one colour everywhere and across recordings.
 std::string colour(std::string_view function, Hue hue) {
     std::uint32_t h = fnv1a(function);
     double v1 = (h & 0xff) / 255.0, v2 = ((h >> 8) & 0xff) / 255.0, v3 = ((h >> 16) & 0xff) / 255.0;
@@ -108,6 +108,8 @@ std::string colour(std::string_view function, Hue hue) {
         return fmt::format("rgb({},{},{})", c(40, 60, v1), c(165, 50, v2), c(120, 50, v3));
     if (hue == Hue::waiting)
         return fmt::format("rgb({},{},{})", c(60, 60, v1), c(110, 70, v2), c(200, 55, v3));
+    if (hue == Hue::native)
+        return fmt::format("rgb({},{},{})", c(180, 40, v1), c(170, 40, v2), c(80, 50, v3));
     return fmt::format("rgb({},{},{})", c(205, 50, v1), c(70, 160, v2), c(20, 50, v3));
 }
 
@@ -125,10 +127,11 @@ constexpr std::string_view kRunningSwatch = "rgb(230,150,45)";
 constexpr std::string_view kWaitingSwatch = "rgb(90,145,227)";
 constexpr std::string_view kReasonSwatch = "rgb(70,190,145)";
 constexpr std::string_view kMatchSwatch = "rgb(230,0,230)";
+constexpr std::string_view kNativeSwatch = "rgb(200,190,105)";
 
 // What the colours and the brackets mean, centred under the subtitle (the script centres it
 // again when the width follows the window). Frame kinds to come (native) add entries here.
-void append_legend(std::string& svg, bool differential) {
+void append_legend(std::string& svg, bool differential, bool native) {
     struct Entry {
         std::string_view swatch; // empty: text only
         std::string_view text;
@@ -146,8 +149,17 @@ void append_legend(std::string& svg, bool differential) {
         {"rgb(245,235,235)", "about the same"},
         {kMatchSwatch, "search match"},
     };
-    std::span<const Entry> entries =
-        differential ? std::span<const Entry>(diff) : std::span<const Entry>(normal);
+    constexpr Entry with_native[] = {
+        {kRunningSwatch, "running (on-CPU)"},
+        {kNativeSwatch, "native code running"},
+        {kWaitingSwatch, "waiting (off-CPU)"},
+        {kReasonSwatch, "[wait ...]: what it waited for"},
+        {kMatchSwatch, "search match"},
+        {"", "[name]: added by spyglass, not in the program"},
+    };
+    std::span<const Entry> entries = differential ? std::span<const Entry>(diff)
+                                     : native     ? std::span<const Entry>(with_native)
+                                                  : std::span<const Entry>(normal);
     constexpr double gap = 22, swatch_gap = 5;
     double width = 0;
     for (const Entry& entry : entries)
@@ -418,7 +430,11 @@ Result<void> write_flamegraph(const model::Profile& profile, std::FILE* out,
             "<text id=\"matched\" class=\"right\" x=\"{1}\" y=\"{2}\" "
             "text-anchor=\"end\"> </text>\n",
             kXPad, kWidth - kXPad, height - 14, kXPad + 100);
-        append_legend(svg, base != nullptr);
+        bool native = false;
+        for (std::size_t id = 0; id < profile.frames->size() && !native; ++id)
+            native = profile.frames->get(static_cast<model::FrameId>(id)).kind ==
+                     model::FrameKind::native;
+        append_legend(svg, base != nullptr, native);
         if (total == 0)
             fmt::format_to(std::back_inserter(svg),
                            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">No samples were "
@@ -435,6 +451,7 @@ Result<void> write_flamegraph(const model::Profile& profile, std::FILE* out,
             double y = bottom - (node.depth + 1) * kFrameHeight;
             Hue hue = frame.wait != 0 ? Hue::wait_reason
                       : frame.off_cpu || (node.total - node.on_cpu) * 2 > node.total ? Hue::waiting
+                      : frame.native                                                 ? Hue::native
                                                                                      : Hue::running;
             svg += "<g><title>";
             append_title(svg, frame, node, total, base);

@@ -170,6 +170,7 @@ DisplayFrames::Id DisplayFrames::frame(model::FrameId id) {
     Entry entry;
     entry.label = frame_label(profile_, id);
     entry.function = strings.view(frame.function);
+    entry.native = frame.kind == model::FrameKind::native;
     if (frame.kind != model::FrameKind::marker) {
         entry.file = strings.view(frame.file);
         if (profile_.display.labels.line_numbers) entry.line = frame.line;

@@ -70,27 +70,30 @@ class TargetDies(unittest.TestCase):
 
 class SpyglassDies(unittest.TestCase):
     def test_sigkill_during_blocking_leaves_no_thread_stopped(self):
+        # --blocking pauses every read; --native pauses each running thread for its registers
+        # and stack copy: a SIGKILL at any moment must leave no thread stopped either way.
         rng, seed = faults.seeded_random(self.id())
         pythons = faults.installed_pythons()
         if not pythons:
             self.skipTest("no Python interpreter installed")
         with faults.Workdir() as work:
             for label, python in pythons:
-                moment = rng.uniform(0.1, 1.0)
-                where = "%s, SIGKILL at %.2f s (seed %d)" % (label, moment, seed)
-                with harness.Target(python, "record_target.py") as target:
-                    recorder = faults.start_record("--pid", target.pid, "--blocking", "-r", 1000,
-                                                   "-o", work.file("blocking.txt"))
-                    time.sleep(moment)
-                    recorder.kill()
-                    faults.finish(recorder)
-                    self.assertEqual(faults.stopped_threads(target.pid), {}, where)
-                    wait_running(self, target.pid)
-                    # Not left traced either: pausing it again works at once.
-                    dump = harness.spyglass("dump", "--pid", target.pid, "--blocking",
-                                            timeout=30)
-                    self.assertEqual(dump.returncode, 0, "%s: %s" % (where, dump.stderr))
-                    self.assertFalse(os.path.exists(work.file("blocking.txt")), where)
+                for mode in ("--blocking", "--native"):
+                    moment = rng.uniform(0.1, 1.0)
+                    where = "%s %s, SIGKILL at %.2f s (seed %d)" % (label, mode, moment, seed)
+                    with harness.Target(python, "record_target.py") as target:
+                        recorder = faults.start_record("--pid", target.pid, mode, "-r", 1000,
+                                                       "-o", work.file("blocking.txt"))
+                        time.sleep(moment)
+                        recorder.kill()
+                        faults.finish(recorder)
+                        self.assertEqual(faults.stopped_threads(target.pid), {}, where)
+                        wait_running(self, target.pid)
+                        # Not left traced either: pausing it again works at once.
+                        dump = harness.spyglass("dump", "--pid", target.pid, "--blocking",
+                                                timeout=30)
+                        self.assertEqual(dump.returncode, 0, "%s: %s" % (where, dump.stderr))
+                        self.assertFalse(os.path.exists(work.file("blocking.txt")), where)
 
     def test_one_stop_signal_writes_everything(self):
         rng, seed = faults.seeded_random(self.id())

@@ -137,8 +137,8 @@ class FlamegraphView(unittest.TestCase):
             self.assertGreater(len(dark), 100, "the title is not drawn")
             # The legend: its words, and its colour squares in the picture.
             texts = [e["text"] for e in view["legend"] if e["tag"] == "text"]
-            self.assertEqual(texts[:2], ["running (on-CPU)",
-                                         "waiting (off-CPU: sleep, I/O, lock, GIL)"])
+            self.assertEqual(texts[:3], ["running (on-CPU)", "waiting (off-CPU)",
+                                         "[wait ...]: what it waited for"])
             for entry in view["legend"]:
                 self.assert_visible(entry["box"], width, entry)
                 if entry["tag"] == "rect":

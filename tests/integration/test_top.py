@@ -25,8 +25,9 @@ SCREEN_VERSIONS = ("3.12", "2.7")
 WIDTH, HEIGHT = 120, 40
 
 Row = collections.namedtuple("Row", "own total own_time total_time on_cpu wait label function")
-ROW = re.compile(r"^\s*(\d+\.\d)%\s+(\d+\.\d)%\s+(\d+(?:\.\d+)?)([sh])\s+(\d+(?:\.\d+)?)([sh])"
-                 r"\s+(\d+%|-) (.{22})  (\S.*?)\s*$")
+# The time columns are left out on a narrow screen (under 91 columns): their groups are None.
+ROW = re.compile(r"^\s*(\d+\.\d)%\s+(\d+\.\d)%\s+(?:(\d+(?:\.\d+)?)([sh])\s+(\d+(?:\.\d+)?)([sh])\s+)?"
+                 r"(\d+%|-) (.{22})  (\S.*?)\s*$")
 HEADER = re.compile(r"^spyglass top  pid (\d+)", re.M)
 EXITED = re.compile(r"^spyglass-exit=(\d+)$", re.M)
 
@@ -47,8 +48,11 @@ def parse_rows(text):
             continue
         scale = lambda unit: 3600.0 if unit == "h" else 1.0  # noqa: E731
         on_cpu = None if m.group(7) == "-" else int(m.group(7)[:-1])
-        rows.append(Row(float(m.group(1)), float(m.group(2)), float(m.group(3)) * scale(m.group(4)),
-                        float(m.group(5)) * scale(m.group(6)), on_cpu, m.group(8).strip(),
+        timed = m.group(3) is not None
+        rows.append(Row(float(m.group(1)), float(m.group(2)),
+                        float(m.group(3)) * scale(m.group(4)) if timed else None,
+                        float(m.group(5)) * scale(m.group(6)) if timed else None, on_cpu,
+                        m.group(8).strip(),
                         m.group(9), m.group(9).split(" (", 1)[0]))
     return rows
 

@@ -138,7 +138,9 @@ class WindowTests(unittest.TestCase):
                 wait_for(lambda: catches_sigusr1(process.pid), 30, "the SIGUSR1 handler")
                 time.sleep(0.5)
                 process.send_signal(signal.SIGUSR1)
-                wait_for(lambda: os.path.getsize(out) > 0, 3, "the profile so far")
+                # Nothing is under the real name until a complete profile is (docs/reliability.md).
+                wait_for(lambda: os.path.exists(out) and os.path.getsize(out) > 0, 3,
+                         "the profile so far")
                 with open(out) as f:
                     early = sum(int(line.rsplit(" ", 1)[1]) for line in f)
                 self.assertGreater(early, 0)

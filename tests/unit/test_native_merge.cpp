@@ -33,6 +33,7 @@ TEST(FrameRole, PlumbingStartupAndShown) {
     EXPECT_EQ(native::frame_role("_PyObject_MakeTpCall", interpreter()), FrameRole::plumbing);
     EXPECT_EQ(native::frame_role("cfunction_vectorcall_O", interpreter()), FrameRole::plumbing);
     EXPECT_EQ(native::frame_role("main", interpreter()), FrameRole::plumbing);
+    EXPECT_EQ(native::frame_role("function_call", interpreter()), FrameRole::plumbing); // 3.6
     EXPECT_EQ(native::frame_role("time_sleep", interpreter()), FrameRole::shown);
     EXPECT_EQ(native::frame_role("list_sort_impl", interpreter()), FrameRole::shown);
     EXPECT_EQ(native::frame_role("PyThread_acquire_lock_timed", interpreter()), FrameRole::shown);

@@ -82,6 +82,7 @@ class DisplayFrames {
         std::int32_t line = 0;  // 0: none (or --nolineno)
         bool synthetic = false; // a root, a wait, kOffCpuFrame or kNoFramesFrame
         bool off_cpu = false;   // kOffCpuFrame, or a wait of an off-CPU sample
+        bool native = false;    // a native (C/C++) frame of --native
         model::WaitId wait = 0; // a wait pseudo-frame (its kind, call and target)
     };
 
