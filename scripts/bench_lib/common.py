@@ -173,8 +173,9 @@ def run_verbose(args, env=None, timeout=600):
     command = [SPYGLASS, "-v"] + [str(a) for a in args]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                env=dict(os.environ, **(env or {})))
-    _, status, usage = os.wait4(process.pid, 0)
+    # Read to the end first: -v can write more than a pipe holds, and spyglass would block.
     stderr = process.stderr.read().decode("utf-8", "replace")
+    _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:
         raise RuntimeError("spyglass failed (%d): %s" % (process.returncode, stderr))

@@ -11,6 +11,7 @@ import sys
 
 READY_FD = int(sys.argv[1])
 DEPTH = int(sys.argv[2]) if len(sys.argv) > 2 else 30
+sys.setrecursionlimit(max(1000, DEPTH + 100))
 
 
 def tick(n):
