@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "spyglass/cli/signals.hpp"
+#include "spyglass/clock.hpp"
 
 namespace spyglass::cli {
 
@@ -29,13 +30,6 @@ struct Pusher::Curl {
 };
 
 namespace {
-
-std::uint64_t monotonic_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull +
-           static_cast<std::uint64_t>(ts.tv_nsec);
-}
 
 template <typename F>
 bool bind(void* library, const char* name, F& out) {

@@ -11,16 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "spyglass/clock.hpp"
+
 namespace spyglass::native {
 
 namespace {
-
-std::uint64_t monotonic_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull +
-           static_cast<std::uint64_t>(ts.tv_nsec);
-}
 
 char* debuginfo_path = nullptr;
 

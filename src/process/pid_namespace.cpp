@@ -6,18 +6,12 @@
 #include <string_view>
 #include <vector>
 
+#include "spyglass/clock.hpp"
 #include "spyglass/process/procfs.hpp"
 
 namespace spyglass::process {
 
 namespace {
-
-std::uint64_t monotonic_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull +
-           static_cast<std::uint64_t>(ts.tv_nsec);
-}
 
 // The ids of the NSpid line of a status file, outermost (ours) first.
 std::vector<pid_t> nspids(const std::string& status_path) {

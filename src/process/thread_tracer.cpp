@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "spyglass/clock.hpp"
 #include "spyglass/process/procfs.hpp"
 
 namespace spyglass::process {
@@ -42,13 +43,6 @@ void install_child_handler() {
         sigemptyset(&action.sa_mask);
         sigaction(SIGCHLD, &action, nullptr);
     });
-}
-
-std::uint64_t monotonic_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull +
-           static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
 // Waits a little between polls: yield first (the thread usually stops within microseconds),

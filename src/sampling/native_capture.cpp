@@ -3,16 +3,11 @@
 #include <cstring>
 #include <ctime>
 
+#include "spyglass/clock.hpp"
+
 namespace spyglass::sampling {
 
 namespace {
-
-std::uint64_t monotonic_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull +
-           static_cast<std::uint64_t>(ts.tv_nsec);
-}
 
 // Copies the stack from `sp` into `context` after the header (less where the mapping ends).
 void copy_stack(process::RemoteMemory& memory, std::uint64_t sp, std::uint32_t size,

@@ -3,18 +3,9 @@
 #include <bit>
 #include <ctime>
 
+#include "spyglass/clock.hpp"
+
 namespace spyglass::sampling {
-
-namespace {
-
-std::uint64_t monotonic_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull +
-           static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
-} // namespace
 
 void LatencyHistogram::record(std::uint64_t ns) noexcept {
     unsigned bucket = 0;

@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 
+#include "spyglass/clock.hpp"
 #include "spyglass/process/live_memory.hpp"
 #include "spyglass/process/procfs.hpp"
 #include "spyglass/python/discovery.hpp"
@@ -27,13 +28,6 @@ constexpr std::uint64_t kScanIntervalNs = 200 * kMillisecond;
 constexpr std::uint64_t kYoungNs = 500 * kMillisecond;
 constexpr std::uint64_t kProgressIntervalNs = 250 * kMillisecond;
 constexpr std::uint64_t kClockIntervalNs = 100 * kMillisecond;
-
-std::uint64_t monotonic_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull +
-           static_cast<std::uint64_t>(ts.tv_nsec);
-}
 
 std::uint64_t thread_cpu_ns() {
     timespec ts;
