@@ -53,7 +53,7 @@ Result<std::unique_ptr<PythonProcess>> PythonProcess::attach(TargetInfo target) 
                     "yet (or has already shut down)",
                     info.version.to_string(), pid);
     std::vector<ThreadRecord> threads;
-    if (auto status = python->read_threads(threads); !status) {
+    if (auto status = python->read_threads_settled(threads); !status) {
         if (status.error().code == Errc::process_gone)
             return fail(Errc::process_gone, "process {} exited", pid);
         return std::unexpected(describe(

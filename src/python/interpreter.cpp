@@ -144,6 +144,18 @@ process::ReadStatus PythonProcess::read_threads(std::vector<ThreadRecord>& out,
     return status;
 }
 
+process::ReadStatus PythonProcess::read_threads_settled(std::vector<ThreadRecord>& out,
+                                                        int attempts) {
+    process::ReadStatus status;
+    for (int attempt = 0; attempt < attempts; ++attempt) {
+        status = read_threads(out);
+        if (status ||
+            (status.error().code != Errc::bad_address && status.error().code != Errc::corrupt))
+            break;
+    }
+    return status;
+}
+
 process::ReadStatus PythonProcess::read_threads_slowly(std::vector<ThreadRecord>& out) {
     out.clear();
     if (namespace_tids_) namespace_tids_->invalidate();

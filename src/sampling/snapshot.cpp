@@ -54,7 +54,7 @@ Result<model::ProcessSnapshot> take_snapshot(python::PythonProcess& process,
     }
 
     std::vector<python::ThreadRecord> records;
-    if (auto status = process.read_threads(records); !status) {
+    if (auto status = process.read_threads_settled(records); !status) {
         if (status.error().code == Errc::process_gone || !process::process_exists(target.pid))
             return fail(Errc::process_gone, "process {} exited while it was being read",
                         target.pid);

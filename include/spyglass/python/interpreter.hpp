@@ -73,6 +73,11 @@ class PythonProcess {
     // shape of the lists is then only checked at their heads).
     process::ReadStatus read_threads(std::vector<ThreadRecord>& out,
                                      const ThreadRefresh* refresh = nullptr);
+    // For one-shot reads (attach, dump): a target that starts and ends threads thousands of
+    // times a second frees a thread state while its list is walked, which reads as a racing
+    // error (bad address, corrupt data). Walks again, up to `attempts` times in all; other
+    // errors are returned at once.
+    process::ReadStatus read_threads_settled(std::vector<ThreadRecord>& out, int attempts = 64);
 
     // Reads one thread state again (and, on 3.11 / 3.12, its cframe's current frame): the
     // pointers a stack walk starts from, after the thread moved on. Keeps the GIL flag when the
