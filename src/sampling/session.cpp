@@ -13,6 +13,8 @@
 #include <pthread.h>
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "spyglass/clock.hpp"
 #include "spyglass/process/live_memory.hpp"
@@ -28,6 +30,7 @@ constexpr std::uint64_t kScanIntervalNs = 200 * kMillisecond;
 constexpr std::uint64_t kYoungNs = 500 * kMillisecond;
 constexpr std::uint64_t kProgressIntervalNs = 250 * kMillisecond;
 constexpr std::uint64_t kClockIntervalNs = 100 * kMillisecond;
+constexpr int kResolverNice = 10; // relative to spyglass's own niceness
 
 std::uint64_t thread_cpu_ns() {
     timespec ts;
@@ -333,7 +336,14 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
         sigset_t all, previous;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &previous);
-        resolving = std::thread([this] { resolver_->run(queue_); });
+        resolving = std::thread([this] {
+            // Below the sampling thread: when the resolver has a burst of work (a module's
+            // DWARF loaded for its first source line, a dlopen), the scheduler must not run
+            // it in place of the sampling thread while that thread holds a target thread
+            // stopped. The queue between them absorbs the delay.
+            (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kResolverNice);
+            resolver_->run(queue_);
+        });
         pthread_sigmask(SIG_SETMASK, &previous, nullptr);
         pthread_setname_np(resolving.native_handle(), "spyglass-res");
     }
