@@ -19,6 +19,7 @@ std::size_t FrameTable::Hash::operator()(const Frame& f) const noexcept {
     h = h * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint32_t>(f.line);
     h = h * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint32_t>(f.first_line);
     h = h * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint8_t>(f.kind);
+    h = h * 0x9E3779B97F4A7C15ull ^ f.module;
     return static_cast<std::size_t>(h ^ (h >> 29));
 }
 
@@ -69,7 +70,21 @@ void FrameTable::clear() {
     frames_.clear();
     frames_.shrink_to_fit();
     waits_.clear();
+    build_ids_.clear();
+    build_id_list_.clear();
     strings_.clear();
+}
+
+void FrameTable::set_build_id(StringId module, std::string_view hex) {
+    if (module == 0 || hex.empty() || build_ids_.contains(module)) return;
+    StringId id = strings_.intern(hex);
+    build_ids_.emplace(module, id);
+    build_id_list_.emplace_back(module, id);
+}
+
+std::string_view FrameTable::build_id(StringId module) const noexcept {
+    auto it = build_ids_.find(module);
+    return it == build_ids_.end() ? std::string_view() : strings_.view(it->second);
 }
 
 void StackTable::clear() {

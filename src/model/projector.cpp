@@ -41,6 +41,11 @@ FrameId StackProjector::frame(FrameId id) {
     Frame frame = from_frames_.get(id);
     frame.function = string(frame.function);
     frame.file = string(frame.file);
+    if (frame.module != 0) {
+        std::string_view build_id = from_frames_.build_id(frame.module);
+        frame.module = string(frame.module);
+        to_frames_->set_build_id(frame.module, build_id);
+    }
     if (frame.kind != FrameKind::marker) {
         if (transform_.no_lines)
             frame.line = 0;

@@ -55,8 +55,15 @@ std::string format_dump_text(const model::ProcessSnapshot& snapshot,
                 continue;
             }
             if (frame.kind == model::FrameKind::native) {
-                fmt::format_to(it, "    {} ({})\n", strings.view(frame.function),
-                               strings.view(frame.file));
+                std::string_view module = native_module_name(frame, strings);
+                if (frame.line > 0) {
+                    std::string_view source = strings.view(frame.file);
+                    if (!full_filenames) source = source.substr(source.rfind('/') + 1);
+                    fmt::format_to(it, "    {} ({}, {}:{})\n", strings.view(frame.function), module,
+                                   source, frame.line);
+                } else {
+                    fmt::format_to(it, "    {} ({})\n", strings.view(frame.function), module);
+                }
                 continue;
             }
             std::string_view file = strings.view(frame.file);
@@ -135,7 +142,16 @@ std::string format_dump_json(const model::ProcessSnapshot& snapshot,
                 json.field("marker", true);
             } else if (frame.kind == model::FrameKind::native) {
                 json.field("native", true);
-                json.field("module", strings.view(frame.file));
+                json.field("module", native_module_name(frame, strings));
+                if (frame.module != 0) {
+                    json.field("path", strings.view(frame.module));
+                    if (std::string_view id = frames.build_id(frame.module); !id.empty())
+                        json.field("build_id", id);
+                }
+                if (frame.line > 0) {
+                    json.field("file", strings.view(frame.file));
+                    json.field("line", frame.line);
+                }
             } else {
                 json.field("file", strings.view(frame.file));
                 json.field("line", frame.line);

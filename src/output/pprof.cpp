@@ -64,8 +64,9 @@ class Locations {
         const model::StringTable& text = profile_.frames->strings();
         if (frame.kind == model::FrameKind::marker)
             return cached = add(text.view(frame.function), "", 0, 0);
+        std::uint64_t mapping = frame.kind == model::FrameKind::native ? native_mapping(frame) : 1;
         return cached = add(text.view(frame.function), text.view(frame.file), frame.first_line,
-                            profile_.display.labels.line_numbers ? frame.line : 0);
+                            profile_.display.labels.line_numbers ? frame.line : 0, mapping);
     }
 
     // For samples without any Python frame, which pprof would leave out of every view.
@@ -75,8 +76,28 @@ class Locations {
     }
 
   private:
+    // One mapping per native module, with its path and build-id, so that a pprof UI names
+    // the library and a symbol server could be asked; its functions are already named.
+    std::uint64_t native_mapping(const model::Frame& frame) {
+        const model::StringTable& text = profile_.frames->strings();
+        std::string_view path = text.view(frame.module != 0 ? frame.module : frame.file);
+        auto [it, fresh] = mappings_.try_emplace(std::string(path), 0);
+        if (fresh) {
+            pb::Mapping* mapping = out_.add_mapping();
+            it->second = static_cast<std::uint64_t>(out_.mapping_size());
+            mapping->set_id(it->second);
+            mapping->set_filename(strings_.id(path));
+            if (frame.module != 0)
+                mapping->set_build_id(strings_.id(profile_.frames->build_id(frame.module)));
+            mapping->set_has_functions(true);
+            mapping->set_has_filenames(true);
+            mapping->set_has_line_numbers(true);
+        }
+        return it->second;
+    }
+
     std::uint64_t add(std::string_view name, std::string_view file, std::int64_t first_line,
-                      std::int64_t line) {
+                      std::int64_t line, std::uint64_t mapping = 1) {
         std::int64_t name_id = strings_.id(name), file_id = strings_.id(file);
         auto [fn, fresh] =
             functions_.try_emplace({name_id, file_id, first_line}, out_.function_size() + 1);
@@ -90,11 +111,12 @@ class Locations {
             function->set_filename(file_id);
             function->set_start_line(first_line);
         }
-        auto [loc, added] = locations_.try_emplace({fn->second, line}, out_.location_size() + 1);
+        auto [loc, added] =
+            locations_.try_emplace({fn->second, line, mapping}, out_.location_size() + 1);
         if (added) {
             pb::Location* location = out_.add_location();
             location->set_id(loc->second);
-            location->set_mapping_id(1);
+            location->set_mapping_id(mapping);
             pb::Line* entry = location->add_line();
             entry->set_function_id(fn->second);
             entry->set_line(line);
@@ -108,7 +130,8 @@ class Locations {
     std::vector<std::uint64_t> by_frame_; // FrameId -> location id, 0 until first used
     std::uint64_t no_frames_ = 0;
     std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::uint64_t> functions_;
-    std::map<std::pair<std::uint64_t, std::int64_t>, std::uint64_t> locations_;
+    std::map<std::tuple<std::uint64_t, std::int64_t, std::uint64_t>, std::uint64_t> locations_;
+    std::unordered_map<std::string, std::uint64_t> mappings_; // native module path -> id
 };
 
 // Compresses `data` with gzip framing straight into `out`.
@@ -166,7 +189,8 @@ class PprofWriter final : public ProfileWriter {
                      off = strings.id("off-cpu"), thread = strings.id("thread"),
                      thread_id = strings.id("thread_id"), pid = strings.id("pid"),
                      gil = strings.id("gil"), yes = strings.id("true"), no = strings.id("false");
-        // One mapping that says the functions are all known: nothing to symbolize.
+        // Mapping 1 holds the Python functions, all named: nothing to symbolize. Each native
+        // module gets its own (Locations).
         pb::Mapping* mapping = pprof.add_mapping();
         mapping->set_id(1);
         mapping->set_filename(strings.id(info.command.empty() ? std::string_view("python")

@@ -26,7 +26,8 @@ enum Tag : std::uint8_t {
     kThread = 0x05,
     kReset = 0x06,
     kFinish = 0x07,
-    kSample = 0x80, // | flags below
+    kBuildId = 0x08, // format 2
+    kSample = 0x80,  // | flags below
 };
 
 // The low seven bits of a sample's tag.

@@ -45,6 +45,7 @@ struct Event {
 struct Decoder {
     model::FrameTable& frames;
     model::StackTable& stacks;
+    std::uint16_t version;
     // File id -> table id, per kind.
     std::vector<model::StringId> strings;
     std::vector<model::WaitId> waits;
@@ -173,7 +174,16 @@ bool decode_records(Decoder& d, std::string_view bytes, std::vector<Event>& even
             frame.line = static_cast<std::int32_t>(line);
             frame.first_line = static_cast<std::int32_t>(first);
             frame.kind = static_cast<model::FrameKind>(kind);
+            if (d.version >= 2 && !string_id(in.varint(), frame.module)) return give_up();
             d.frame_ids.push_back(d.frames.intern(frame));
+            break;
+        }
+        case raw::kBuildId: {
+            model::StringId module = 0, build_id = 0;
+            if (d.version < 2 || !string_id(in.varint(), module) ||
+                !string_id(in.varint(), build_id))
+                return give_up();
+            d.frames.set_build_id(module, d.frames.strings().view(build_id));
             break;
         }
         case raw::kStack: {
@@ -327,7 +337,8 @@ Result<void> RawReader::read_headers(const std::string& name) {
 
 RawReadStatus RawReader::replay(model::SampleSink& sink) {
     RawReadStatus status;
-    Decoder d{frames_, stacks_, {}, {}, {}, {}, {}, 0, 0, 0, -1, {}, {}, false};
+    Decoder d{frames_, stacks_, header_.format_version, {}, {}, {}, {}, {}, 0, 0, 0, -1, {},
+              {},      false};
     d.reset_ids();
     ZSTD_DCtx* zstd = ZSTD_createDCtx();
     std::fseek(file_, static_cast<long>(data_offset_), SEEK_SET);

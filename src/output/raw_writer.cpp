@@ -27,7 +27,7 @@ struct RawWriter::Impl {
     std::string records;    // the block being filled
     std::string compressed; // scratch
     // How much of each table the file defines so far (ids below are known to a reader).
-    std::size_t strings = 1, waits = 1, frames = 0, stacks = 1;
+    std::size_t strings = 1, waits = 1, frames = 0, stacks = 1, build_ids = 0;
     std::uint64_t block_start_ns = 0;
     bool block_started = false;
     // The previous sample, for deltas.
@@ -155,6 +155,13 @@ void RawWriter::define_new_entries() {
         raw::put_varint(s.records, raw::zigzag(frame.line));
         raw::put_varint(s.records, raw::zigzag(frame.first_line));
         s.records.push_back(static_cast<char>(frame.kind));
+        if (header_.format_version >= 2) raw::put_varint(s.records, frame.module);
+    }
+    for (; header_.format_version >= 2 && s.build_ids < frames_.build_ids().size(); ++s.build_ids) {
+        auto [module, build_id] = frames_.build_ids()[s.build_ids];
+        s.records.push_back(static_cast<char>(raw::kBuildId));
+        raw::put_varint(s.records, module);
+        raw::put_varint(s.records, build_id);
     }
     for (; s.stacks < stacks_.size(); ++s.stacks) {
         std::span<const model::FrameId> ids = stacks_.get(static_cast<model::StackId>(s.stacks));
@@ -262,6 +269,7 @@ void RawWriter::tables_reset() {
     s.waits = 1;
     s.frames = 0;
     s.stacks = 1;
+    s.build_ids = 0;
     std::fill(s.last_stack.begin(), s.last_stack.end(), kNoStack);
 }
 

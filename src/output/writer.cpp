@@ -124,6 +124,12 @@ std::string short_filename(std::string_view path) {
     return std::string(path);
 }
 
+std::string_view native_module_name(const model::Frame& frame, const model::StringTable& strings) {
+    // Frames of a raw recording of format 1 have no module path: their file is the module.
+    std::string_view path = strings.view(frame.module != 0 ? frame.module : frame.file);
+    return path.substr(path.rfind('/') + 1);
+}
+
 std::string frame_label(const model::Profile& profile, model::FrameId id) {
     const model::Frame& frame = profile.frames->get(id);
     const model::StringTable& strings = profile.frames->strings();
@@ -132,7 +138,12 @@ std::string frame_label(const model::Profile& profile, model::FrameId id) {
     std::string_view file = strings.view(frame.file);
     if (file.empty()) return label;
     label += " (";
-    label += profile.display.labels.full_filenames ? std::string(file) : short_filename(file);
+    if (profile.display.labels.full_filenames)
+        label += file;
+    else if (frame.kind == model::FrameKind::native)
+        label += file.substr(file.rfind('/') + 1); // a source file's directory is the build's
+    else
+        label += short_filename(file);
     if (profile.display.labels.line_numbers && frame.line > 0)
         fmt::format_to(std::back_inserter(label), ":{}", frame.line);
     label += ')';

@@ -216,6 +216,7 @@ void Resolver::reset_tables() {
         for (model::Frame& frame : frames) {
             frame.function = text(frame.function);
             frame.file = text(frame.file);
+            frame.module = text(frame.module);
         }
     // So are the waits a thread's next sample may repeat (WaitRead::previous).
     std::vector<model::Wait> last_waits(threads_.size());
@@ -234,12 +235,15 @@ void Resolver::reset_tables() {
     deeper_marker_ = frames_.marker("<deeper: more frames than the limit of 4096>");
     for (auto& [slot, entry] : processes_)
         if (entry.stacks) entry.stacks->tables_reset();
+    for (auto& [slot, entry] : processes_)
+        if (entry.native) entry.native->tables_reset();
     for (std::size_t i = 0; i < threads_.size(); ++i) {
         if (!threads_[i].have_last) continue;
         ids_.clear();
         for (model::Frame frame : last[i]) {
             frame.function = frames_.strings().intern(texts[frame.function]);
             frame.file = frames_.strings().intern(texts[frame.file]);
+            frame.module = frames_.strings().intern(texts[frame.module]);
             ids_.push_back(frames_.intern(frame));
         }
         threads_[i].last_stack = stacks_.intern(ids_);

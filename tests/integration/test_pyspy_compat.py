@@ -146,7 +146,9 @@ class PySpySpellings(unittest.TestCase):
         with harness.Target(self.python, "record_target.py") as target:
             self.record("--pid", target.pid, "-d", 0.5, "-n", "-o", out)
             frames = [x for f, _ in parse_folded(out) for x in f]
-            self.assertTrue(any(x.endswith(".so)") or ".so." in x for x in frames), frames[:20])
+            # "name (libc.so.6)", or "name (file.c:line)" where the module's DWARF has it.
+            native = re.compile(r"\((?:[^()]*\.so(?:\.[\d.]+)?|[^()]*\.(?:c|h|cc|cpp|S):\d+)\)$")
+            self.assertTrue(any(native.search(x) for x in frames), frames[:20])
             top = harness.spyglass("top", "--native", "--pid", target.pid, "--once", "-d", 0.5)
             self.assertEqual(top.returncode, 0, top.stderr)
             dump = harness.spyglass("dump", "-n", "--pid", target.pid)

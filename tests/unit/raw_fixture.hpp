@@ -29,8 +29,11 @@ inline std::string describe(const model::FrameTable& frames, const model::StackT
     const model::StringTable& text = frames.strings();
     for (model::FrameId id : stacks.get(s.key.stack)) {
         const model::Frame& f = frames.get(id);
-        out += fmt::format("{}|{}|{}|{}|{};", text.view(f.function), text.view(f.file), f.line,
+        out += fmt::format("{}|{}|{}|{}|{}", text.view(f.function), text.view(f.file), f.line,
                            f.first_line, static_cast<int>(f.kind));
+        if (f.module != 0)
+            out += fmt::format("|{}|{}", text.view(f.module), frames.build_id(f.module));
+        out += ';';
     }
     out += "]";
     if (s.key.wait != 0) {
@@ -85,9 +88,11 @@ struct RawFixture {
 };
 
 // Writes `count` samples (a reset after half of them when `reset`), a pass of three threads
-// every `pass_ns` (blocks close every second of recording: a long pass makes small blocks).
+// every `pass_ns` (blocks close every second of recording: a long pass makes small blocks), in
+// format `version` (native frames with their modules and build-ids from version 2).
 inline RawFixture make_raw_recording(std::size_t count = 4000, bool reset = true, unsigned seed = 7,
-                                     std::uint64_t pass_ns = 1'000'000) {
+                                     std::uint64_t pass_ns = 1'000'000,
+                                     std::uint16_t version = output::kRawFormatVersion) {
     model::FrameTable frames;
     model::StackTable stacks;
     std::string path = fmt::format("/tmp/spyglass-raw-fixture-{}-{}.sgr", ::getpid(), seed);
@@ -95,6 +100,7 @@ inline RawFixture make_raw_recording(std::size_t count = 4000, bool reset = true
     header.spyglass_version = "test";
     header.host = "host";
     header.target_pid = 4242;
+    header.format_version = version;
     auto opened = output::RawWriter::open(path, frames, stacks, header);
     if (!opened) return {};
     output::RawWriter& writer = **opened;
@@ -142,6 +148,14 @@ inline RawFixture make_raw_recording(std::size_t count = 4000, bool reset = true
                 f.file = frames.strings().intern(fmt::format("/app/m{}.py", random() % 5));
                 f.first_line = static_cast<std::int32_t>(random() % 500);
                 f.line = f.first_line + static_cast<std::int32_t>(random() % 30);
+                if (version >= 2 && d == 0 && random() % 3 == 0) {
+                    // A native leaf: its module, the module's build-id (not every one has one).
+                    unsigned lib = random() % 3;
+                    f.kind = model::FrameKind::native;
+                    f.first_line = 0;
+                    f.module = frames.strings().intern(fmt::format("/usr/lib/libx{}.so", lib));
+                    if (lib != 2) frames.set_build_id(f.module, fmt::format("b1d{}", lib));
+                }
                 ids.push_back(frames.intern(f));
             }
             if (random() % 20 == 0) ids.push_back(frames.marker("<truncated>"));

@@ -163,4 +163,49 @@ TEST(OutputPprof, NoLineNumbersMergesLocations) {
         EXPECT_EQ(loc.line(0).line(), 0);
 }
 
+// A native frame's module is its own mapping (path and build-id); its function is named and,
+// where DWARF had it, has its source file and line.
+TEST(OutputPprof, NativeFramesHaveTheirModulesMapping) {
+    auto fixture = spyglass::testing::make_output_fixture();
+    model::FrameTable& frames = fixture->frames;
+    auto& strings = frames.strings();
+    model::StringId libc = strings.intern("/usr/lib/x86_64-linux-gnu/libc.so.6");
+    frames.set_build_id(libc, "93ac61ec");
+    model::Frame with_line{strings.intern("read"),
+                           strings.intern("./io/read.c"),
+                           26,
+                           0,
+                           model::FrameKind::native,
+                           libc};
+    model::Frame without{
+        strings.intern("qsort"), strings.intern("libc.so.6"), 0, 0, model::FrameKind::native, libc};
+    model::FrameId read = frames.intern(with_line), sort = frames.intern(without);
+    model::AggregatedSample sample = fixture->profile.samples.front();
+    std::vector<model::FrameId> ids{read, sort};
+    for (model::FrameId id : fixture->stacks.get(sample.key.stack))
+        ids.push_back(id);
+    sample.key.stack = fixture->stacks.intern(ids);
+    fixture->profile.samples.push_back(sample);
+
+    EXPECT_EQ(output::frame_label(fixture->profile, read), "read (read.c:26)");
+    EXPECT_EQ(output::frame_label(fixture->profile, sort), "qsort (libc.so.6)");
+    pb::Profile p = decode(fixture->profile);
+    Text text{p};
+    ASSERT_EQ(p.mapping_size(), 2);
+    const pb::Mapping& mapping = p.mapping(1);
+    EXPECT_EQ(mapping.id(), 2u);
+    EXPECT_EQ(text(mapping.filename()), "/usr/lib/x86_64-linux-gnu/libc.so.6");
+    EXPECT_EQ(text(mapping.build_id()), "93ac61ec");
+    EXPECT_TRUE(mapping.has_functions());
+    std::map<std::string, std::pair<std::string, std::int64_t>> natives;
+    for (const pb::Location& loc : p.location()) {
+        if (loc.mapping_id() != 2) continue;
+        const pb::Function& f = p.function(static_cast<int>(loc.line(0).function_id() - 1));
+        natives[text(f.name())] = {text(f.filename()), loc.line(0).line()};
+    }
+    EXPECT_EQ(natives["read"], (std::pair<std::string, std::int64_t>{"./io/read.c", 26}));
+    EXPECT_EQ(natives["qsort"], (std::pair<std::string, std::int64_t>{"libc.so.6", 0}));
+    EXPECT_EQ(natives.size(), 2u);
+}
+
 } // namespace

@@ -55,6 +55,35 @@ TEST(RawFormat, ReplaysWhatWasWrittenThroughAReset) {
     EXPECT_EQ(transcript.totals.end, model::RecordingEnd::duration);
 }
 
+TEST(RawFormat, NativeFramesKeepTheirModulesAndBuildIds) {
+    auto fixture = make_raw_recording(2000, true);
+    std::size_t with_id = 0, without_id = 0;
+    for (const std::string& line : fixture.lines) {
+        with_id += line.find("|/usr/lib/libx0.so|b1d0;") != std::string::npos;
+        without_id += line.find("|/usr/lib/libx2.so|;") != std::string::npos;
+    }
+    ASSERT_GT(with_id, 0u);
+    ASSERT_GT(without_id, 0u);
+    auto reader = output::RawReader::from_memory(fixture.bytes);
+    ASSERT_TRUE(reader) << reader.error().message;
+    Transcript transcript((*reader)->frames(), (*reader)->stacks());
+    (*reader)->replay(transcript);
+    EXPECT_EQ(transcript.lines, fixture.lines);
+}
+
+TEST(RawFormat, Version1FilesAreStillRead) {
+    auto fixture = make_raw_recording(2000, true, 5, 1'000'000, 1);
+    ASSERT_FALSE(fixture.bytes.empty());
+    EXPECT_EQ(static_cast<unsigned char>(fixture.bytes[8]), 1);
+    auto reader = output::RawReader::from_memory(fixture.bytes);
+    ASSERT_TRUE(reader) << reader.error().message;
+    EXPECT_EQ((*reader)->header().format_version, 1);
+    Transcript transcript((*reader)->frames(), (*reader)->stacks());
+    output::RawReadStatus status = (*reader)->replay(transcript);
+    EXPECT_TRUE(status.complete) << status.problem;
+    EXPECT_EQ(transcript.lines, fixture.lines);
+}
+
 TEST(RawFormat, ReplayingTwiceGivesTheSameIds) {
     auto fixture = make_raw_recording(2000, false);
     auto reader = output::RawReader::from_memory(fixture.bytes);
@@ -140,7 +169,7 @@ TEST(RawFormat, ADamagedBlockStopsTheReadingThere) {
 TEST(RawFormat, ANewerVersionIsRefusedNotMisread) {
     auto fixture = make_raw_recording(100, false);
     std::string bytes = fixture.bytes;
-    bytes[8] = 2; // version 2
+    bytes[8] = 3; // version 3
     // The header's own checksum is right: the version is what is refused.
     std::uint32_t crc =
         static_cast<std::uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), 12));
@@ -148,7 +177,7 @@ TEST(RawFormat, ANewerVersionIsRefusedNotMisread) {
         bytes[12 + static_cast<std::size_t>(i)] = static_cast<char>((crc >> (8 * i)) & 0xff);
     auto reader = output::RawReader::from_memory(bytes);
     ASSERT_FALSE(reader);
-    EXPECT_NE(reader.error().message.find("format version 2, newer than this spyglass reads"),
+    EXPECT_NE(reader.error().message.find("format version 3, newer than this spyglass reads"),
               std::string::npos)
         << reader.error().message;
     auto other = output::RawReader::from_memory("digraph { a -> b }");

@@ -212,4 +212,22 @@ TEST(StackProjector, FunctionAndNoLinenoAreAProjection) {
     EXPECT_EQ(frames3.get(stacks3.get(same.stack(at12))[0]).first_line, 3);
 }
 
+TEST(StackProjector, NativeFramesTakeTheirModuleAndBuildIdAlong) {
+    Tables t;
+    auto& strings = t.frames.strings();
+    model::StringId libc = strings.intern("/usr/lib/libc.so.6");
+    t.frames.set_build_id(libc, "93ac61ec");
+    model::FrameId read = t.frames.intern(
+        {strings.intern("read"), strings.intern("read.c"), 26, 0, model::FrameKind::native, libc});
+    model::StackId native = t.stacks.intern(std::vector<model::FrameId>{read});
+    model::FrameTable frames;
+    model::StackTable stacks;
+    model::StackProjector projector(t.frames, t.stacks, {});
+    projector.retarget(frames, stacks);
+    const model::Frame& copied = frames.get(stacks.get(projector.stack(native))[0]);
+    EXPECT_EQ(frames.strings().view(copied.module), "/usr/lib/libc.so.6");
+    EXPECT_EQ(frames.build_id(copied.module), "93ac61ec");
+    EXPECT_EQ(frames.strings().view(copied.file), "read.c");
+}
+
 } // namespace

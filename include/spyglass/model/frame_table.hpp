@@ -39,10 +39,11 @@ enum class FrameKind : std::uint8_t {
 
 struct Frame {
     StringId function = 0; // qualified name on 3.11+
-    StringId file = 0;
-    std::int32_t line = 0;       // 0 = not shown (--nolineno)
+    StringId file = 0;     // native: the source file where DWARF has it, else the module's name
+    std::int32_t line = 0; // 0 = not shown (--nolineno), or none known (native)
     std::int32_t first_line = 0; // the function's first line
     FrameKind kind = FrameKind::python;
+    StringId module = 0; // native: the module's path as the target maps it
     friend bool operator==(const Frame&, const Frame&) = default;
 };
 
@@ -62,6 +63,13 @@ class FrameTable {
     // The waits samples refer to (their names and targets are strings of this table).
     WaitTable& waits() noexcept { return waits_; }
     [[nodiscard]] const WaitTable& waits() const noexcept { return waits_; }
+    // The build-id (hex) of a native module, by its path's string id; "" when not known.
+    void set_build_id(StringId module, std::string_view hex);
+    [[nodiscard]] std::string_view build_id(StringId module) const noexcept;
+    // (module, build-id) string ids in the order they were set.
+    [[nodiscard]] std::span<const std::pair<StringId, StringId>> build_ids() const noexcept {
+        return build_id_list_;
+    }
 
   private:
     struct Hash {
@@ -69,6 +77,8 @@ class FrameTable {
     };
     StringTable strings_;
     WaitTable waits_;
+    std::unordered_map<StringId, StringId> build_ids_; // module path -> build-id
+    std::vector<std::pair<StringId, StringId>> build_id_list_;
     std::vector<Frame> frames_;
     std::unordered_map<Frame, FrameId, Hash> index_;
 };

@@ -22,9 +22,15 @@ namespace spyglass::native {
 struct NativeSymbol {
     std::string function;     // demangled where it is C++; "module+0xoffset" when unknown
     std::string module;       // the file's base name
-    std::string path;         // the file as mapped
+    std::string path;         // the file as the target maps it
+    std::string build_id;     // hex, empty when the file has none
     std::uint64_t offset = 0; // into the module
     bool known = false;       // a symbol covers the address
+};
+
+struct SourceLine {
+    std::string file; // as DWARF names it; empty when there is no line information
+    int line = 0;
 };
 
 struct UnwindResult {
@@ -46,6 +52,9 @@ class Unwinder {
                 std::size_t max_frames = 512);
     // The symbol at a pc (a return address already moved into its call), cached.
     const NativeSymbol& symbol(std::uint64_t pc);
+    // The source line of a pc from the module's DWARF (the file itself, .gnu_debuglink or
+    // /usr/lib/debug/.build-id), cached.
+    const SourceLine& source_line(std::uint64_t pc);
 
     // For libdwfl's callbacks.
     struct Current {
@@ -57,14 +66,18 @@ class Unwinder {
 
   private:
     bool report_modules();
+    Dwfl* line_dwfl();
     bool walk(pid_t tid, const ContextView& context, UnwindResult& out, std::size_t max_frames);
 
     pid_t pid_;
-    std::string root_; // the target's root directory, through /proc
-    Dwfl* dwfl_ = nullptr;
+    std::string root_;          // the target's root directory, through /proc
+    Dwfl* dwfl_ = nullptr;      // unwinding: CFI from .eh_frame, no DWARF ever loaded
+    Dwfl* line_dwfl_ = nullptr; // source lines, made on first use
+    bool line_dwfl_failed_ = false;
     Current current_;
     std::uint64_t last_report_ns_ = 0;
     std::unordered_map<std::uint64_t, NativeSymbol> symbols_;
+    std::unordered_map<std::uint64_t, SourceLine> lines_;
 };
 
 } // namespace spyglass::native

@@ -21,7 +21,8 @@ namespace spyglass::output {
 
 // The version this spyglass writes and the newest it reads. A file of a newer version is
 // refused, never guessed at.
-inline constexpr std::uint16_t kRawFormatVersion = 1;
+// Version 2 added a native frame's module and the modules' build-ids; version 1 files are read.
+inline constexpr std::uint16_t kRawFormatVersion = 2;
 
 // What a raw file says about itself besides the recording's start event.
 struct RawHeader {

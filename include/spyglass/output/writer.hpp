@@ -41,8 +41,11 @@ std::unique_ptr<ProfileWriter> make_writer(Format format);
 
 // "function (file:line)" as every text format shows a frame (file shortened unless
 // full_filenames; no line with --nolineno or line 0; no parentheses without a file; markers as
-// they are).
+// they are). A native frame is "function (source.c:line)" where DWARF has its line, else
+// "function (module)".
 std::string frame_label(const model::Profile& profile, model::FrameId frame);
+// The base name of a native frame's module ("libc.so.6").
+std::string_view native_module_name(const model::Frame& frame, const model::StringTable& strings);
 // Shortens a source path for display: after site-packages/ or dist-packages/, after
 // lib/pythonX.Y/, else unchanged.
 std::string short_filename(std::string_view path);

@@ -37,6 +37,8 @@ class NativeResolver {
                  std::span<const std::uint32_t> kept, std::vector<model::FrameId>& out);
 
     [[nodiscard]] const NativeResolveStats& stats() const noexcept { return stats_; }
+    // The frame table was emptied: the frame ids cached per address are gone with it.
+    void tables_reset() { by_pc_.clear(); }
 
   private:
     const NativeFrame& frame_at(std::uint64_t pc);
