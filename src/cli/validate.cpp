@@ -40,16 +40,20 @@ bool equals_nocase(std::string_view a, std::string_view b) {
 }
 
 // A CLI11 transform that runs `parse` on the value and replaces it by `normalize(value)`.
+// The value's name is the option's type name: a validator's description would be appended
+// to it ("INT:PID"), and the completions and the man page read the first part.
 template <class Parse, class Normalize>
-CLI::Validator transform(Parse parse, Normalize normalize, std::string description) {
-    return CLI::Validator(
-        [parse, normalize](std::string& text) -> std::string {
-            auto value = parse(text);
-            if (!value) return value.error().message;
-            text = normalize(*value);
-            return {};
-        },
-        std::move(description));
+void transform(CLI::Option* option, Parse parse, Normalize normalize, std::string value_name) {
+    option
+        ->transform(CLI::Validator(
+            [parse, normalize](std::string& text) -> std::string {
+                auto value = parse(text);
+                if (!value) return value.error().message;
+                text = normalize(*value);
+                return {};
+            },
+            ""))
+        ->type_name(std::move(value_name));
 }
 
 std::string number_text(double value) {
@@ -106,20 +110,20 @@ Result<double> parse_delay(std::string_view text) {
 }
 
 void check_pid(CLI::Option* option) {
-    option->transform(transform(
-        parse_pid, [](pid_t pid) { return std::to_string(pid); }, "PID"));
+    transform(
+        option, parse_pid, [](pid_t pid) { return std::to_string(pid); }, "PID");
 }
 
 void check_duration(CLI::Option* option) {
-    option->transform(transform(parse_duration, number_text, "SECONDS|unlimited"));
+    transform(option, parse_duration, number_text, "SECONDS|unlimited");
 }
 
 void check_rate(CLI::Option* option) {
-    option->transform(transform(parse_rate, number_text, "HZ"));
+    transform(option, parse_rate, number_text, "HZ");
 }
 
 void check_delay(CLI::Option* option) {
-    option->transform(transform(parse_delay, number_text, "SECONDS"));
+    transform(option, parse_delay, number_text, "SECONDS");
 }
 
 int report_parse_error(const CLI::App& app, const CLI::ParseError& error) {
