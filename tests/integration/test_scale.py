@@ -40,8 +40,14 @@ class Scale(harness.InterpreterCase):
                 self.assertEqual(len(waiting), 1, [f for f, _ in stacks][:3])  # one stack
                 self.assertTrue(spinning)
                 waited = sum(c for f, c in stacks if f in waiting)
-                # 998 waiting threads, about 100 periods each.
-                self.assertGreater(waited, 998 * 80, result.stderr)
+                # 998 waiting threads, about 100 periods each. Reading every thread's schedstat
+                # (the fallback, env set) reaches about 71% of the rate on a quiet 2-core VM
+                # (docs/performance.md) and 56% in CI with another test beside it: its bound
+                # only says the path works; the scheduler-event path must keep the rate.
+                floor = 998 * 40 if env else 998 * 80
+                self.assertGreater(waited, floor, result.stderr)
+                sys.stderr.write("NOTE %s: %s: %d of ~%d waiting-thread samples\n" % (
+                    self.id(), "schedstat fallback" if env else "default", waited, 998 * 100))
                 counts = COUNTS.search(result.stderr)
                 self.assertTrue(counts, result.stderr)
                 samples, reused, unread = (int(g) for g in counts.groups())
