@@ -195,18 +195,17 @@ Unwinder::~Unwinder() {
 // its unwinder takes the call-frame information from .debug_frame (of the separate debug file)
 // before .eh_frame, which made every unwind slower (measured: the resolver's CPU and the p99
 // pause of running threads at 1 kHz both rose several-fold). The unwinding Dwfl never loads
-// DWARF.
-Dwfl* Unwinder::line_dwfl() {
-    if (line_dwfl_ != nullptr || line_dwfl_failed_) return line_dwfl_;
+// DWARF. It is made with the unwinding one, while /proc/PID/maps is there to be read.
+void Unwinder::report_line_modules() {
     line_dwfl_ = dwfl_begin(&kCallbacks);
-    if (line_dwfl_ != nullptr && (dwfl_linux_proc_report(line_dwfl_, pid_) != 0 ||
-                                  dwfl_report_end(line_dwfl_, nullptr, nullptr) != 0)) {
+    if (line_dwfl_ == nullptr) return;
+    if (dwfl_linux_proc_report(line_dwfl_, pid_) != 0 ||
+        dwfl_report_end(line_dwfl_, nullptr, nullptr) != 0) {
         dwfl_end(line_dwfl_);
         line_dwfl_ = nullptr;
+        return;
     }
-    line_dwfl_failed_ = line_dwfl_ == nullptr;
-    if (line_dwfl_ != nullptr) dwfl_getmodules(line_dwfl_, set_root, &root_, 0);
-    return line_dwfl_;
+    dwfl_getmodules(line_dwfl_, set_root, &root_, 0);
 }
 
 bool Unwinder::report_modules() {
@@ -216,7 +215,6 @@ bool Unwinder::report_modules() {
     lines_.clear();
     if (line_dwfl_ != nullptr) dwfl_end(line_dwfl_);
     line_dwfl_ = nullptr;
-    line_dwfl_failed_ = false;
     dwfl_ = dwfl_begin(&kCallbacks);
     if (dwfl_ == nullptr) return false;
     if (dwfl_linux_proc_report(dwfl_, pid_) != 0 || dwfl_report_end(dwfl_, nullptr, nullptr) != 0 ||
@@ -227,7 +225,7 @@ bool Unwinder::report_modules() {
     }
     // Before any file is looked for: elfutils opens them lazily, on first use.
     dwfl_getmodules(dwfl_, set_root, &root_, 0);
-    (void)line_dwfl(); // now, while /proc/PID/maps is there to be read
+    report_line_modules();
     return true;
 }
 
@@ -320,8 +318,7 @@ const SourceLine& Unwinder::source_line(std::uint64_t pc) {
     auto it = lines_.find(pc);
     if (it != lines_.end()) return it->second;
     SourceLine source;
-    Dwfl* dwfl = line_dwfl();
-    Dwfl_Module* module = dwfl != nullptr ? dwfl_addrmodule(dwfl, pc) : nullptr;
+    Dwfl_Module* module = line_dwfl_ != nullptr ? dwfl_addrmodule(line_dwfl_, pc) : nullptr;
     if (Dwfl_Line* line = module != nullptr ? dwfl_module_getsrc(module, pc) : nullptr) {
         int number = 0;
         const char* file = dwfl_lineinfo(line, nullptr, &number, nullptr, nullptr, nullptr);

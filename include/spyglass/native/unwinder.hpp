@@ -66,14 +66,13 @@ class Unwinder {
 
   private:
     bool report_modules();
-    Dwfl* line_dwfl();
+    void report_line_modules();
     bool walk(pid_t tid, const ContextView& context, UnwindResult& out, std::size_t max_frames);
 
     pid_t pid_;
     std::string root_;          // the target's root directory, through /proc
     Dwfl* dwfl_ = nullptr;      // unwinding: CFI from .eh_frame, no DWARF ever loaded
-    Dwfl* line_dwfl_ = nullptr; // source lines, made on first use
-    bool line_dwfl_failed_ = false;
+    Dwfl* line_dwfl_ = nullptr; // source lines: null when its modules could not be reported
     Current current_;
     std::uint64_t last_report_ns_ = 0;
     std::unordered_map<std::uint64_t, NativeSymbol> symbols_;
