@@ -36,10 +36,11 @@ std::uint32_t ThreadRegistry::find_or_add(pid_t pid, pid_t tid, std::uint64_t th
 
 ProcessSampler::ProcessSampler(std::unique_ptr<python::PythonProcess> process, std::uint32_t slot,
                                ThreadRegistry& registry, CaptureQueue& queue,
-                               const SamplerOptions& options)
+                               const SamplerOptions& options, std::uint64_t attached_ns)
     : process_(std::move(process)), slot_(slot), registry_(registry), queue_(queue),
       options_(options), capturer_(*process_, options.retries), tracer_(process_->pid()),
-      exec_watch_(process_->pid(), process_->target().interp_head_slot), fds_(process_->pid()) {
+      exec_watch_(process_->pid(), process_->target().interp_head_slot), fds_(process_->pid()),
+      attached_ns_(attached_ns) {
     if (options_.native)
         native_context_.reserve(sizeof(native::ContextHeader) + native::kMaxStackCopy);
 }
@@ -181,10 +182,13 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
         thread.on_cpu = on_cpu;
         thread.starved = starved;
         // The time since this thread was last looked at: a tick that came late stands for
-        // the ticks it missed (a new thread: one period).
-        std::uint64_t weight = thread.last_seen_ns != 0 && now_ns > thread.last_seen_ns
-                                   ? now_ns - thread.last_seen_ns
-                                   : options_.period_ns;
+        // the ticks it missed. A new thread: one period, unless this is the first pass over
+        // the process and it came late (the threads found at attach were there all along).
+        std::uint64_t weight = options_.period_ns;
+        if (thread.last_seen_ns != 0 && now_ns > thread.last_seen_ns)
+            weight = now_ns - thread.last_seen_ns;
+        else if (thread.last_seen_ns == 0 && generation_ == 1 && now_ns > attached_ns_)
+            weight = std::max(weight, now_ns - attached_ns_);
         thread.last_seen_ns = now_ns;
 
         bool gil = record.holds_gil == 1;

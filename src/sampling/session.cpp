@@ -149,8 +149,8 @@ void Session::add_sampler(std::unique_ptr<python::PythonProcess> process) {
         early_.emplace_back(slot, context);
     }
     if (sched_) sched_->follow(pid);
-    samplers_.push_back(std::make_unique<ProcessSampler>(std::move(process), slot, registry_,
-                                                         queue_, options_.sampler));
+    samplers_.push_back(std::make_unique<ProcessSampler>(
+        std::move(process), slot, registry_, queue_, options_.sampler, pass_elapsed_ns_));
 }
 
 void Session::follow(pid_t pid) {
@@ -385,6 +385,7 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
             tick += missed;
         }
         std::uint64_t elapsed = now - start;
+        pass_elapsed_ns_ = elapsed;
         // A process whose interpreter was found but is not initialized yet costs one read to
         // look at again: every pass; so does a process just started (its loader may not have
         // mapped libpython yet). The others (discovery reads its files) less often.

@@ -44,6 +44,9 @@ kept = []
 registered = threading.Semaphore(0)
 forever = threading.Lock()
 forever.acquire()
+# The gil case's threads spin only once the ready line is out: on 2.7 a spinner with long turns
+# takes the GIL straight back, and the main thread could starve before it writes the line.
+spin = threading.Event()
 
 
 def gettid():
@@ -163,12 +166,14 @@ def gil_cases():
 
     def burner():
         register()
+        spin.wait()
         n = 0
         while True:
             n += 1
 
     def gil_waiter():
         register()
+        spin.wait()
         n = 0
         while True:
             n += 1
@@ -189,4 +194,5 @@ if CASE == "blocking":
             time.sleep(0.001)
 os.write(READY_FD, (json.dumps({"pid": os.getpid(), "threads": threads, "facts": facts}) +
                     "\n").encode("utf-8"))
+spin.set()
 forever.acquire()

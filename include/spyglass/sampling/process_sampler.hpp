@@ -82,9 +82,11 @@ enum class ProcessState : std::uint8_t {
 
 class ProcessSampler {
   public:
-    // `slot` is the session's number for the process in the captures.
+    // `slot` is the session's number for the process in the captures; `attached_ns` when it
+    // was attached, since the recording started.
     ProcessSampler(std::unique_ptr<python::PythonProcess> process, std::uint32_t slot,
-                   ThreadRegistry& registry, CaptureQueue& queue, const SamplerOptions& options);
+                   ThreadRegistry& registry, CaptureQueue& queue, const SamplerOptions& options,
+                   std::uint64_t attached_ns = 0);
     ~ProcessSampler();
 
     // One pass at `now_ns` (since the recording started). `sched`, when given, tells which
@@ -146,6 +148,7 @@ class ProcessSampler {
     std::vector<python::ThreadRecord> records_;
     std::unordered_map<pid_t, ThreadState> threads_;
     std::uint64_t generation_ = 0;
+    std::uint64_t attached_ns_ = 0;
 };
 
 } // namespace spyglass::sampling

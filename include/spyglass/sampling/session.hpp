@@ -110,6 +110,7 @@ class Session {
     model::RecordingTotals totals_;
     PauseStats pauses_;
     bool waiting_note_printed_ = false;
+    std::uint64_t pass_elapsed_ns_ = 0;    // the current pass's time since the recording started
     std::uint64_t fast_pending_until_ = 0; // until then pending pids are polled often
 };
 
