@@ -7,6 +7,8 @@
 #include "spyglass/python/objects.hpp"
 #include "spyglass/python/strings.hpp"
 
+#include "objects_internal.hpp"
+
 namespace spyglass::python {
 
 namespace {
@@ -24,10 +26,6 @@ using process::checked_load;
 template <class T>
 T field(std::span<const std::uint8_t> bytes, std::uint64_t offset) {
     return checked_load<T>(bytes, offset).value_or(T{});
-}
-
-bool plausible(Address address) {
-    return address != 0 && (address & 7) == 0;
 }
 
 bool power_of_two(std::uint64_t value) {

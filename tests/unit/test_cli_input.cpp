@@ -80,9 +80,9 @@ std::string parse_error_of(std::vector<std::string> args) {
     try {
         app.parse(reversed);
     } catch (const CLI::ParseError& error) {
-        testing::internal::CaptureStderr();
+        ::testing::internal::CaptureStderr();
         EXPECT_EQ(cli::report_parse_error(app, error), 2);
-        return testing::internal::GetCapturedStderr();
+        return ::testing::internal::GetCapturedStderr();
     }
     if (std::isinf(duration)) return "unlimited";
     return fmt::format("pid {} duration {}", pid, duration);
