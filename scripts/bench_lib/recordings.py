@@ -52,7 +52,7 @@ def rss_row(points, at):
 
 def bench_raw(args):
     seconds = int(os.environ.get("SPYGLASS_BENCH_RAW_SECONDS", 60 if args.quick else 600))
-    print("\n## 10. The raw recording: 50 threads (2 spinning, 48 waiting), 1 kHz, %d s" % seconds)
+    print("\n## 11. The raw recording: 50 threads (2 spinning, 48 waiting), 1 kHz, %d s" % seconds)
     python = python_for("3.12")
     if python is None:
         return
@@ -85,7 +85,7 @@ def bench_raw(args):
 
 def bench_windows(args):
     seconds = int(os.environ.get("SPYGLASS_BENCH_WINDOW_SECONDS", 60 if args.quick else 240))
-    print("\n## 11. Memory over code that never repeats (2 threads compiling a new function "
+    print("\n## 12. Memory over code that never repeats (2 threads compiling a new function "
           "every 2 ms), 1 kHz, %d s" % seconds)
     python = python_for("3.12")
     if python is None:

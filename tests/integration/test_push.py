@@ -161,8 +161,12 @@ class PushTests(unittest.TestCase):
             self.assertEqual(types, ["samples", "wall", "cpu"])
             self.assertEqual(dict(profile["sample_types"])["cpu"], "nanoseconds")
             count = sum(pprof_decode.totals(profile).values())
-            self.assertAlmostEqual(count, 300, delta=40)  # 3 threads at 100 Hz for 1 s
             pushed += count
+            # 3 threads for 1 s: 300 samples at 100 Hz on a quiet machine; fewer when ticks
+            # come late on a loaded one, but then each sample weighs the time it stands for.
+            self.assertGreater(count, 30)
+            wall = sum(pprof_decode.totals(profile, "wall").values())
+            self.assertAlmostEqual(wall, 3e9, delta=0.45e9)
             # CPU and wall are both there: the busy thread has CPU time (loose: shared cores).
             cpu = pprof_decode.totals(profile, "cpu")
             self.assertGreater(sum(cpu.values()), 0.1e9)
