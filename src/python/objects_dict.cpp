@@ -20,6 +20,7 @@ constexpr std::size_t kMaxEntryBytes = 64; // the layout's entry sizes are 16 to
 constexpr std::uint64_t kTpflagsManagedDict = 1u << 4;  // 3.11+
 constexpr std::uint64_t kTpflagsInlineValues = 1u << 2; // 3.13+
 
+using objects_detail::plausible;
 using process::checked_load;
 
 // A field of a table entry or header; 0 when the layout puts it outside the bytes read.
