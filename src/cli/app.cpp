@@ -69,7 +69,8 @@ void add_sampling_options(CLI::App* command, SamplingOptions& options) {
                       "Also sample child processes (and theirs) as they appear");
     command->add_flag("-b,--blocking", options.blocking,
                       "Pause each thread whose stack is read, for the length of the read "
-                      "(consistent, but slows the target)");
+                      "(consistent, but slows the target); record and top read a thread asleep "
+                      "in the kernel without a pause and check that it did not run meanwhile");
     command->add_flag("--nonblocking", options.nonblocking,
                       "Never pause a thread, not even one whose stack changes faster than it "
                       "can be read (such samples are then counted as errors)");

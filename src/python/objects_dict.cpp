@@ -3,11 +3,11 @@
 #include <array>
 #include <cstring>
 
+#include "objects_internal.hpp"
+
 #include "spyglass/process/checked.hpp"
 #include "spyglass/python/objects.hpp"
 #include "spyglass/python/strings.hpp"
-
-#include "objects_internal.hpp"
 
 namespace spyglass::python {
 

@@ -61,6 +61,7 @@ model::PauseSummary PauseStats::summary() const {
 
 void PauseStats::merge(const PauseStats& other) {
     pauses += other.pauses;
+    asleep += other.asleep;
     failed += other.failed;
     timed_out += other.timed_out;
     refused += other.refused;
@@ -71,8 +72,8 @@ void PauseStats::merge(const PauseStats& other) {
 CaptureOutcome capture_stack(python::PythonProcess& process, StackCapturer& capturer,
                              process::ThreadTracer& tracer, PauseMode mode,
                              python::ThreadRecord record, int retries, PauseStats& stats,
-                             bool& paused,
-                             const std::function<void(CaptureOutcome)>* while_stopped) {
+                             bool& paused, const std::function<void(CaptureOutcome)>* while_stopped,
+                             const AsleepThread* asleep) {
     paused = false;
     auto done = [&](CaptureOutcome outcome) {
         if (while_stopped != nullptr && outcome != CaptureOutcome::gone) (*while_stopped)(outcome);
@@ -85,6 +86,16 @@ CaptureOutcome capture_stack(python::PythonProcess& process, StackCapturer& capt
                (outcome == CaptureOutcome::truncated &&
                 capturer.raw().end != python::StackEnd::too_deep);
     };
+    if (mode == PauseMode::always && asleep != nullptr && asleep->stat != nullptr &&
+        while_stopped == nullptr) {
+        CaptureOutcome outcome = capturer.capture(record, {.thread_stopped = false});
+        auto run = asleep->stat->read_run_ns();
+        if (!run) return CaptureOutcome::gone;
+        if (!raced(outcome) && *run == asleep->run_ns) {
+            ++stats.asleep;
+            return outcome;
+        }
+    }
     if (mode != PauseMode::always) {
         CaptureOutcome outcome =
             capturer.capture(record, {.thread_stopped = false, .retries = retries});

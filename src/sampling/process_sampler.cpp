@@ -47,13 +47,17 @@ ProcessSampler::ProcessSampler(std::unique_ptr<python::PythonProcess> process, s
 
 ProcessSampler::~ProcessSampler() {
     const CaptureStats& s = capturer_.stats();
-    spdlog::info("process {}: {} stacks captured in {} attempts ({} torn: {} unreadable, {} "
-                 "changed, {} not code, {} bad offset, {} across a yield), {} remote reads, "
-                 "thread lists {} batched / {} walked, {} pauses, {} threads seized",
-                 process_->pid(), s.stacks, s.attempts, s.torn_attempts, s.torn_unreadable,
-                 s.torn_changed, s.torn_bad_code, s.torn_bad_offset, s.torn_suspended,
-                 process_->memory().read_calls(), process_->fast_thread_reads(),
-                 process_->slow_thread_reads(), pause_stats_.pauses, tracer_.seized());
+    spdlog::info(
+        "process {}: {} stacks captured in {} attempts ({} torn: {} unreadable, {} "
+        "changed, {} not code, {} bad offset, {} across a yield), {} remote reads, "
+        "thread lists {} batched / {} walked, {} pauses, {} threads seized{}",
+        process_->pid(), s.stacks, s.attempts, s.torn_attempts, s.torn_unreadable, s.torn_changed,
+        s.torn_bad_code, s.torn_bad_offset, s.torn_suspended, process_->memory().read_calls(),
+        process_->fast_thread_reads(), process_->slow_thread_reads(), pause_stats_.pauses,
+        tracer_.seized(),
+        options_.pause == PauseMode::always
+            ? fmt::format(", {} asleep in the kernel read without a stop", pause_stats_.asleep)
+            : std::string());
     if (options_.native)
         spdlog::info("process {}: native stacks: {} of blocked threads taken without a stop ({} "
                      "moved while read), {} with a stop, {} not taken ({} running threads left "
@@ -272,8 +276,10 @@ bool ProcessSampler::push_sample(const python::ThreadRecord& record, ThreadState
                                  native_context_, native_stats_, pause_stats_, paused);
         thread.needed_pause = false;
     } else {
+        const AsleepThread asleep{&thread.stat, thread.run_ns};
         outcome = capture_stack(*process_, capturer_, tracer_, options_.pause, record,
-                                thread.needed_pause ? 0 : -1, pause_stats_, paused);
+                                thread.needed_pause ? 0 : -1, pause_stats_, paused, nullptr,
+                                thread.on_cpu ? nullptr : &asleep);
         thread.needed_pause = paused && options_.pause == PauseMode::when_torn;
     }
     thread.have_previous = false;

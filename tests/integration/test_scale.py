@@ -16,6 +16,7 @@ from test_record import function_of, parse_folded  # noqa: E402
 SUMMARY = re.compile(r"([\d,]+) sampling errors?")
 COUNTS = re.compile(r"([\d]+) thread samples: (\d+) with the stack of the thread's previous "
                     r"sample, (\d+) of threads the scheduler's events showed idle")
+SEIZED = re.compile(r"(\d+) threads seized, (\d+) asleep in the kernel read without a stop")
 SCHED = "which threads ran comes from the kernel's scheduler events"
 
 
@@ -59,6 +60,19 @@ class Scale(harness.InterpreterCase):
                     self.assertGreater(unread, 0.9 * samples, result.stderr)
                 else:
                     sys.stderr.write("NOTE %s: scheduler events not available here\n" % self.id())
+            # --blocking stops only the threads that run: a waiting thread is read asleep and
+            # checked not to have run meanwhile (stopping it would wake it from its call, and
+            # it would be read, and stopped, again at every pass: 1,000 threads seized).
+            result = harness.spyglass("-v", "record", "--pid", target.pid, "-r", 100, "-d", 1,
+                                      "--blocking", "-o", out)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            seized = SEIZED.search(result.stderr)
+            self.assertTrue(seized, result.stderr)
+            self.assertLessEqual(int(seized.group(1)), 3, result.stderr)
+            self.assertGreaterEqual(int(seized.group(2)), 998, result.stderr)
+            waiting = [f for f, _ in parse_folded(out)
+                       if any(function_of(x) == "wait_here" for x in f)]
+            self.assertEqual(len(waiting), 1, waiting[:2])
 
     def test_a_stack_deeper_than_the_limit(self):
         out = self.output("deep.txt")

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "spyglass/model/recording.hpp"
+#include "spyglass/process/procfs.hpp"
 #include "spyglass/process/thread_tracer.hpp"
 #include "spyglass/python/interpreter.hpp"
 #include "spyglass/sampling/stack_capture.hpp"
@@ -41,6 +42,7 @@ class LatencyHistogram {
 
 struct PauseStats {
     std::uint64_t pauses = 0;    // threads stopped for a read
+    std::uint64_t asleep = 0;    // --blocking: asleep in the kernel, read without a stop
     std::uint64_t failed = 0;    // pauses that were needed but could not be made
     std::uint64_t timed_out = 0; // of which: the thread did not stop in time
     std::uint64_t refused = 0;   // of which: ptrace refused (another tracer, no permission)
@@ -50,15 +52,26 @@ struct PauseStats {
     [[nodiscard]] model::PauseSummary summary() const;
 };
 
+// A thread that was off-CPU at this pass, and its run time then: under --blocking it is read
+// without a stop, and the read stands when its run time has not moved meanwhile (not a single
+// instruction ran). Stopping it would wake it from its call, and a thread woken by every pass
+// is never idle again: each pass would stop every waiting thread (1,000 waiting threads:
+// 0.4 passes a second).
+struct AsleepThread {
+    process::TaskStatReader* stat = nullptr;
+    std::uint64_t run_ns = 0;
+};
+
 // Captures `record`'s stack under `mode`. `retries` overrides the capturer's retry count (a
 // thread whose previous read needed a pause is not retried at length before it is paused
 // again). Sets `paused` when the thread was stopped for the read. `while_stopped`, if given,
 // runs with the outcome of the capture that produced the result, while the thread is still
-// stopped if it was (dump resolves and reads --locals there).
+// stopped if it was (dump resolves and reads --locals there). `asleep`: see AsleepThread.
 CaptureOutcome capture_stack(python::PythonProcess& process, StackCapturer& capturer,
                              process::ThreadTracer& tracer, PauseMode mode,
                              python::ThreadRecord record, int retries, PauseStats& stats,
                              bool& paused,
-                             const std::function<void(CaptureOutcome)>* while_stopped = nullptr);
+                             const std::function<void(CaptureOutcome)>* while_stopped = nullptr,
+                             const AsleepThread* asleep = nullptr);
 
 } // namespace spyglass::sampling
