@@ -102,6 +102,7 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
     }
     ++generation_;
 
+    bool tracer_serviced = false;
     for (const python::ThreadRecord& record : records_) {
         if (record.tid == 0) continue;
         auto it = threads_.find(record.tid);
@@ -154,6 +155,14 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
         if (state == 0) {
             auto reading = thread.stat.read();
             if (!reading) continue;
+            if (reading->state == 't' && tracer_.seized() > 0 && !tracer_serviced) {
+                // Stopped by ptrace: ours, with a signal (or a late interrupt) waiting to be
+                // passed on that this pass came before the wake-up for. Pass it on, look again:
+                // the thread was held by spyglass, not by the program.
+                tracer_.service();
+                tracer_serviced = true;
+                if (auto again = thread.stat.read(); again) reading = again;
+            }
             state = reading->state;
             run_ns = reading->run_ns;
             delay_ns = reading->delay_ns;

@@ -86,13 +86,18 @@ Session::~Session() = default;
 bool Session::sleep_until(std::uint64_t deadline_ns, const std::atomic<int>& stop) {
     timespec ts{static_cast<time_t>(deadline_ns / 1'000'000'000ull),
                 static_cast<long>(deadline_ns % 1'000'000'000ull)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+    // A seized thread that got a signal waits, stopped, until it is passed on. SIGCHLD says
+    // so, but it may have come during the pass (or to another thread), not during a sleep it
+    // could cut short: look before sleeping, not only when a sleep is interrupted (a thread
+    // signalled mid-pass stayed stopped for the rest of the recording). One that comes between
+    // this look and the sleep waits one period at most.
+    for (;;) {
         if (process::take_tracee_events())
             for (const auto& sampler : samplers_)
                 sampler->service_tracer();
         if (stop.load(std::memory_order_relaxed) > 0) return false;
+        if (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) != EINTR) return true;
     }
-    return true;
 }
 
 void Session::push_event(CaptureKind kind, std::uint32_t slot) {
