@@ -105,8 +105,7 @@ bool emit(const NativePart& native, const PythonPart& python, bool all, Assign& 
         if (run == kFail) return false;
         switch (frame.role) {
         case FrameRole::eval:
-            // Frames of the runs before this one that no eval frame took (by count: the
-            // unlinked call's) are not skipped: they are the runs' frames in order.
+            // Runs are given out in order, each once: this eval frame's are the next frames.
             if (run >= 0)
                 while (next_python < python.frames.size() &&
                        python.call[next_python] <= static_cast<std::uint64_t>(run))

@@ -26,7 +26,8 @@ NativeResolver::NativeResolver(const python::TargetInfo& target, model::FrameTab
     : target_(target), frames_(frames), all_(all), unwinder_(target.pid, policy),
       executable_name_(base_name(target.executable)),
       interpreter_name_(base_name(target.python_binary)) {
-    // (The modules it knows from here on: tests load a library after this line.)
+    // -v: from here on the unwinder knows the target's modules (test_native_modules loads a
+    // library after this line to see it found later).
     if (unwinder_.ready())
         spdlog::info("process {}: native unwinder ready", target.pid);
     else

@@ -41,10 +41,9 @@ inline std::optional<std::string> build_native_test_library(const std::string& n
     const std::string source = std::string(dir) + "/lib.c", out = std::string(dir) + "/" + name;
     std::ofstream(source) << kNativeTestLibrarySource;
     // -fno-toplevel-reorder keeps the functions and the assembly label in source order.
-    const std::string command = "cc -shared -fPIC -O1 -fno-toplevel-reorder -s -o '" + out +
-                                "' '" + source + "' >/dev/null 2>&1";
-    if (std::system(command.c_str()) != 0 || ::access(out.c_str(), R_OK) != 0)
-        return std::nullopt;
+    const std::string command = "cc -shared -fPIC -O1 -fno-toplevel-reorder -s -o '" + out + "' '" +
+                                source + "' >/dev/null 2>&1";
+    if (std::system(command.c_str()) != 0 || ::access(out.c_str(), R_OK) != 0) return std::nullopt;
     return out;
 }
 
@@ -63,7 +62,8 @@ struct NativeTestLibrary {
         using Getter = void* (*)();
         sized = address("spyglass_sym_sized");
         sizeless = address("spyglass_sym_sizeless");
-        auto* get_after_sized = reinterpret_cast<Getter>(::dlsym(handle, "spyglass_sym_after_sized"));
+        auto* get_after_sized =
+            reinterpret_cast<Getter>(::dlsym(handle, "spyglass_sym_after_sized"));
         auto* get_after_sizeless =
             reinterpret_cast<Getter>(::dlsym(handle, "spyglass_sym_after_sizeless"));
         if (sized == 0 || sizeless == 0 || get_after_sized == nullptr ||

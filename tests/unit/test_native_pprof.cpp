@@ -24,7 +24,7 @@ pb::Profile decode(const model::Profile& profile) {
 TEST(NativePprof, FramesOfOneFunctionAndLineAreOneFrameWhateverTheirAddress) {
     model::FrameTable frames;
     auto& strings = frames.strings();
-    model::Frame first{strings.intern("qsort"), strings.intern("libc.so.6"), 0, 0,
+    model::Frame first{strings.intern("qsort"),  strings.intern("libc.so.6"),     0, 0,
                        model::FrameKind::native, strings.intern("/lib/libc.so.6")};
     first.address = 0x4a1f0;
     model::Frame later = first;
@@ -40,11 +40,15 @@ TEST(NativePprof, NativeLocationsCarryTheirAddressPythonOnesNone) {
     model::FrameTable& frames = fixture->frames;
     auto& strings = frames.strings();
     model::StringId libc = strings.intern("/usr/lib/x86_64-linux-gnu/libc.so.6");
-    model::Frame sort{strings.intern("qsort"), strings.intern("libc.so.6"), 0, 0,
-                      model::FrameKind::native, libc};
+    model::Frame sort{
+        strings.intern("qsort"), strings.intern("libc.so.6"), 0, 0, model::FrameKind::native, libc};
     sort.address = 0x4a1f0;
-    model::Frame read{strings.intern("read"), strings.intern("./io/read.c"), 26, 0,
-                      model::FrameKind::native, libc};
+    model::Frame read{strings.intern("read"),
+                      strings.intern("./io/read.c"),
+                      26,
+                      0,
+                      model::FrameKind::native,
+                      libc};
     read.address = 0x1149fc;
     model::FrameId sort_id = frames.intern(sort), read_id = frames.intern(read);
     model::AggregatedSample sample = fixture->profile.samples.front();
@@ -75,7 +79,8 @@ TEST(NativePprof, NativeLocationsCarryTheirAddressPythonOnesNone) {
         }
     }
     EXPECT_GT(python, 0u);
-    EXPECT_EQ(native, (std::map<std::string, std::uint64_t>{{"qsort", 0x4a1f0}, {"read", 0x1149fc}}));
+    EXPECT_EQ(native,
+              (std::map<std::string, std::uint64_t>{{"qsort", 0x4a1f0}, {"read", 0x1149fc}}));
 }
 
 } // namespace

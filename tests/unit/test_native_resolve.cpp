@@ -4,10 +4,10 @@
 #include <cstring>
 #include <vector>
 
+#include "native_test_library.hpp"
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "native_test_library.hpp"
 #include "spyglass/sampling/native_resolve.hpp"
 
 extern "C" __attribute__((noinline)) int spyglass_resolve_test_leaf(int x) {
@@ -42,8 +42,9 @@ TEST(NativeResolve, AMismatchKeepsThePythonFramesAndIsMarked) {
     python::TargetInfo target = self_target();
     model::FrameTable frames;
     NativeResolver resolver(target, frames, false);
-    model::FrameId f = frames.intern({frames.strings().intern("f"), frames.strings().intern("app.py"),
-                                      3, 1, model::FrameKind::python});
+    model::FrameId f =
+        frames.intern({frames.strings().intern("f"), frames.strings().intern("app.py"), 3, 1,
+                       model::FrameKind::python});
     // One eval call in the Python chain, none on the native stack (the whole of it unwound).
     python::RawFrame raw;
     raw.flags = python::RawFrame::entry;

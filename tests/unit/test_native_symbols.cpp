@@ -5,10 +5,10 @@
 #include <cstring>
 #include <vector>
 
+#include "native_test_library.hpp"
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "native_test_library.hpp"
 #include "spyglass/native/unwinder.hpp"
 
 namespace spyglass::native {
