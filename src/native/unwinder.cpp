@@ -1,5 +1,6 @@
 #include "spyglass/native/unwinder.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "spyglass/clock.hpp"
+#include "spyglass/process/procfs.hpp"
 
 namespace spyglass::native {
 
@@ -113,7 +115,12 @@ int collect_frame(Dwfl_Frame* frame, void* arg) {
     if (!dwfl_frame_pc(frame, &pc, &activation)) return DWARF_CB_ABORT;
     // A return address points after its call: look the call up, not what follows it.
     if (!activation && pc > 0) --pc;
+    // The frame's stack pointer: the context's for the first, the CFA of the frame inside it
+    // for the others (x86-64's CFI defines the caller's rsp as the CFA).
+    Dwarf_Word sp = 0;
+    if (dwfl_frame_reg(frame, rsp, &sp) != 0) sp = 0;
     collect->out->pcs.push_back(pc);
+    collect->out->sps.push_back(sp);
     return collect->out->pcs.size() >= collect->max_frames ? DWARF_CB_ABORT : DWARF_CB_OK;
 }
 
@@ -180,9 +187,46 @@ std::string plt_name(Dwfl_Module* module, std::uint64_t pc) {
     return std::string(name) + "@plt";
 }
 
+// Whether a symbol the lookup found covers the address `offset` bytes into it. One with a size
+// covers that many bytes. One without (an assembly label without .size) covers its own address
+// only: in a stripped module the code after it may be a static function that has no symbol
+// left, which must not be named after its neighbour. Except a local one (a compiler's ".cold"
+// part, _init): local symbols come from a full symbol table, which names every function, so
+// the code up to the next symbol is its own.
+bool covers(const GElf_Sym& sym, GElf_Off offset) {
+    if (sym.st_size != 0) return offset < sym.st_size;
+    return offset == 0 || GELF_ST_BIND(sym.st_info) == STB_LOCAL;
+}
+
+// What the unwinder's modules depend on: the executable file mappings (anonymous memory comes
+// and goes with every allocation), sorted into `code`. Their signature, 0 when the maps cannot
+// be read.
+std::uint64_t read_code(pid_t pid, std::vector<std::pair<std::uint64_t, std::uint64_t>>& code) {
+    code.clear();
+    auto maps = process::read_maps(pid);
+    if (!maps) return 0;
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    auto mix = [&h](std::uint64_t value) { h = (h ^ value) * 0x100000001b3ull; };
+    for (const process::MapEntry& entry : *maps) {
+        if (!entry.executable || entry.path.empty()) continue;
+        code.emplace_back(entry.start, entry.end);
+        mix(entry.start);
+        mix(entry.end);
+        mix(entry.offset);
+        mix(entry.inode);
+        mix(std::hash<std::string>{}(entry.path));
+    }
+    std::sort(code.begin(), code.end());
+    return h;
+}
+
 } // namespace
 
-Unwinder::Unwinder(pid_t pid) : pid_(pid), root_(fmt::format("/proc/{}/root", pid)) {
+Unwinder::Unwinder(pid_t pid, RefreshPolicy policy)
+    : pid_(pid), root_(fmt::format("/proc/{}/root", pid)), policy_(policy) {
+    // Read before the report: a change in between is seen at the next check.
+    maps_signature_ = read_code(pid_, code_);
+    last_check_ns_ = monotonic_ns();
     report_modules();
 }
 
@@ -208,8 +252,25 @@ void Unwinder::report_line_modules() {
     dwfl_getmodules(line_dwfl_, set_root, &root_, 0);
 }
 
+bool Unwinder::refresh(bool suspect) {
+    // The first pc in no module is looked into at once; one that stays (code the maps do not
+    // name as a file: a JIT's) costs a read of the maps every suspect_ns at most.
+    const std::uint64_t now = monotonic_ns();
+    if (suspect && last_suspect_check_ns_ != 0 && now - last_suspect_check_ns_ < policy_.suspect_ns)
+        return false;
+    if (!suspect && now - last_check_ns_ < policy_.periodic_ns) return false;
+    if (suspect) last_suspect_check_ns_ = now;
+    last_check_ns_ = now;
+    const std::uint64_t signature = read_code(pid_, fresh_code_);
+    if (signature == 0 || (signature == maps_signature_ && dwfl_ != nullptr)) return false;
+    maps_signature_ = signature;
+    code_.swap(fresh_code_);
+    ++generation_;
+    report_modules();
+    return dwfl_ != nullptr;
+}
+
 bool Unwinder::report_modules() {
-    last_report_ns_ = monotonic_ns();
     if (dwfl_ != nullptr) dwfl_end(dwfl_);
     symbols_.clear();
     lines_.clear();
@@ -232,12 +293,24 @@ bool Unwinder::report_modules() {
 bool Unwinder::unwind(pid_t tid, const ContextView& context, UnwindResult& out,
                       std::size_t max_frames) {
     out.pcs.clear();
+    out.sps.clear();
     out.reached_copy_end = false;
-    if (dwfl_ == nullptr || !context.has(rip) || !context.has(rsp)) return false;
-    // A pc in no module: something was loaded since (dlopen). Look again, at most once a second.
-    if (dwfl_addrmodule(dwfl_, context.header.regs[rip]) == nullptr &&
-        monotonic_ns() - last_report_ns_ > 1'000'000'000ull && !report_modules())
-        return false;
+    if (!context.has(rip) || !context.has(rsp)) return false;
+    // A pc in no executable file mapping known: something was loaded since (dlopen).
+    refresh(dwfl_ == nullptr || !in_code(context.header.regs[rip]));
+    if (dwfl_ == nullptr) return false;
+    walk_all(tid, context, out, max_frames);
+    // The walk ended at such a pc: a library loaded since sits mid-stack, and its frame could
+    // not be unwound. Look again; if the modules changed, walk again.
+    if (!out.pcs.empty() && !in_code(out.pcs.back()) && refresh(true))
+        walk_all(tid, context, out, max_frames);
+    return !out.pcs.empty();
+}
+
+void Unwinder::walk_all(pid_t tid, const ContextView& context, UnwindResult& out,
+                        std::size_t max_frames) {
+    out.pcs.clear();
+    out.sps.clear();
     walk(tid, context, out, max_frames);
     // Stopped in a PLT stub (or another place without call-frame information) the walk ends
     // at once. There the return address is still the word at the stack pointer: a call just
@@ -250,14 +323,14 @@ bool Unwinder::unwind(pid_t tid, const ContextView& context, UnwindResult& out,
         caller.header.regs[rsp] += 8;
         caller.stack = context.stack.subspan(8);
         UnwindResult outer;
-        if (dwfl_addrmodule(dwfl_, return_address) != nullptr &&
+        if (module_at(dwfl_, return_address) != nullptr &&
             walk(tid, caller, outer, max_frames - 1) && outer.pcs.size() > 1) {
             outer.pcs[0] -= 1; // a return address: look its call up
             out.pcs.insert(out.pcs.end(), outer.pcs.begin(), outer.pcs.end());
+            out.sps.insert(out.sps.end(), outer.sps.begin(), outer.sps.end());
             out.reached_copy_end = outer.reached_copy_end;
         }
     }
-    return !out.pcs.empty();
 }
 
 bool Unwinder::walk(pid_t tid, const ContextView& context, UnwindResult& out,
@@ -272,11 +345,26 @@ bool Unwinder::walk(pid_t tid, const ContextView& context, UnwindResult& out,
     return !out.pcs.empty();
 }
 
+bool Unwinder::in_code(std::uint64_t pc) const noexcept {
+    auto it =
+        std::upper_bound(code_.begin(), code_.end(), pc,
+                         [](std::uint64_t at, const auto& range) { return at < range.first; });
+    return it != code_.begin() && pc < std::prev(it)->second;
+}
+
+// A module's span as libdwfl sees it runs from its first segment to the end of its last (its
+// .bss included), and another library may be mapped in between or just after: only a pc inside
+// one of the module's executable mappings is taken to be its code.
+Dwfl_Module* Unwinder::module_at(Dwfl* dwfl, std::uint64_t pc) const {
+    return dwfl != nullptr && in_code(pc) ? dwfl_addrmodule(dwfl, pc) : nullptr;
+}
+
 const NativeSymbol& Unwinder::symbol(std::uint64_t pc) {
     auto it = symbols_.find(pc);
     if (it != symbols_.end()) return it->second;
     NativeSymbol symbol;
-    Dwfl_Module* module = dwfl_ != nullptr ? dwfl_addrmodule(dwfl_, pc) : nullptr;
+    symbol.offset = pc; // in no module: "?+0x" the address itself
+    Dwfl_Module* module = module_at(dwfl_, pc);
     if (module != nullptr) {
         Dwarf_Addr start = 0;
         const char* main_file = nullptr;
@@ -287,6 +375,8 @@ const NativeSymbol& Unwinder::symbol(std::uint64_t pc) {
         symbol.path = name != nullptr ? name : (main_file != nullptr ? main_file : "");
         symbol.module = symbol.path.substr(symbol.path.rfind('/') + 1);
         symbol.offset = pc - start;
+        Dwarf_Addr bias = 0;
+        if (dwfl_module_getelf(module, &bias) != nullptr && pc >= bias) symbol.address = pc - bias;
         const unsigned char* bits = nullptr;
         GElf_Addr build_id_at = 0;
         int bytes = dwfl_module_build_id(module, &bits, &build_id_at);
@@ -296,8 +386,7 @@ const NativeSymbol& Unwinder::symbol(std::uint64_t pc) {
         GElf_Off offset = 0;
         const char* function =
             dwfl_module_addrinfo(module, pc, &offset, &sym, nullptr, nullptr, nullptr);
-        // A symbol with a size that does not cover the address is a neighbour's, not ours.
-        if (function != nullptr && (sym.st_size == 0 || offset < sym.st_size)) {
+        if (function != nullptr && covers(sym, offset)) {
             // "__libc_start_main@@GLIBC_2.34": the version is not part of the function's name.
             std::string_view plain(function);
             std::string bare(plain.substr(0, plain.find('@')));
@@ -318,7 +407,7 @@ const SourceLine& Unwinder::source_line(std::uint64_t pc) {
     auto it = lines_.find(pc);
     if (it != lines_.end()) return it->second;
     SourceLine source;
-    Dwfl_Module* module = line_dwfl_ != nullptr ? dwfl_addrmodule(line_dwfl_, pc) : nullptr;
+    Dwfl_Module* module = module_at(line_dwfl_, pc);
     if (Dwfl_Line* line = module != nullptr ? dwfl_module_getsrc(module, pc) : nullptr) {
         int number = 0;
         const char* file = dwfl_lineinfo(line, nullptr, &number, nullptr, nullptr, nullptr);

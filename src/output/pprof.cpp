@@ -64,9 +64,11 @@ class Locations {
         const model::StringTable& text = profile_.frames->strings();
         if (frame.kind == model::FrameKind::marker)
             return cached = add(text.view(frame.function), "", 0, 0);
-        std::uint64_t mapping = frame.kind == model::FrameKind::native ? native_mapping(frame) : 1;
+        const bool native = frame.kind == model::FrameKind::native;
+        std::uint64_t mapping = native ? native_mapping(frame) : 1;
         return cached = add(text.view(frame.function), text.view(frame.file), frame.first_line,
-                            profile_.display.labels.line_numbers ? frame.line : 0, mapping);
+                            profile_.display.labels.line_numbers ? frame.line : 0, mapping,
+                            native ? frame.address : 0);
     }
 
     // For samples without any Python frame, which pprof would leave out of every view.
@@ -77,7 +79,10 @@ class Locations {
 
   private:
     // One mapping per native module, with its path and build-id, so that a pprof UI names
-    // the library and a symbol server could be asked; its functions are already named.
+    // the library and a symbol server could be asked; its functions are already named. Its
+    // Locations' addresses are the module's own (ELF virtual) addresses, the same in every
+    // process that maps it: the memory range and file offset stay 0, which pprof reads as
+    // addresses needing no relocation (elfexec.GetBase).
     std::uint64_t native_mapping(const model::Frame& frame) {
         const model::StringTable& text = profile_.frames->strings();
         std::string_view path = text.view(frame.module != 0 ? frame.module : frame.file);
@@ -96,8 +101,9 @@ class Locations {
         return it->second;
     }
 
+    // `address`: a native instruction's, in its mapping (0: none, as for Python frames).
     std::uint64_t add(std::string_view name, std::string_view file, std::int64_t first_line,
-                      std::int64_t line, std::uint64_t mapping = 1) {
+                      std::int64_t line, std::uint64_t mapping = 1, std::uint64_t address = 0) {
         std::int64_t name_id = strings_.id(name), file_id = strings_.id(file);
         auto [fn, fresh] =
             functions_.try_emplace({name_id, file_id, first_line}, out_.function_size() + 1);
@@ -117,6 +123,7 @@ class Locations {
             pb::Location* location = out_.add_location();
             location->set_id(loc->second);
             location->set_mapping_id(mapping);
+            if (address != 0) location->set_address(address);
             pb::Line* entry = location->add_line();
             entry->set_function_id(fn->second);
             entry->set_line(line);

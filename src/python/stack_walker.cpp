@@ -115,6 +115,7 @@ class ObjectFrameWalker final : public StackWalker {
                                          std::int64_t{lasti} * layout_.lasti_scale,
                                          std::numeric_limits<std::int32_t>::max()));
             raw.flags = RawFrame::entry; // every frame is its own eval-loop call
+            raw.anchor = 0;              // which one: not known from memory (names tell)
             Address back = load<std::uint64_t>(header + o.frame_back);
             out.links[out.link_count++] = {frame, back, raw.code};
             frame = back;
@@ -272,6 +273,7 @@ class InterpreterFrameWalker final : public StackWalker {
         if (frame == 0) return;
 
         std::uint8_t* single = single_.data();
+        bool entry_seen = false;
         while (frame != 0) {
             if (out.link_count == kMaxFrames)
                 return fail(out, StackEnd::too_deep, {Errc::corrupt, frame});
@@ -309,8 +311,11 @@ class InterpreterFrameWalker final : public StackWalker {
             out.links[out.link_count++] = {frame, previous, code_word};
             if (has_cstack_owner_ && owner >= o.owner_cstack) {
                 // A shim or C-stack entry frame (3.12+): no Python code, but it closes the run
-                // of frames of one eval-loop call.
-                if (out.depth > 0) out.frames[out.depth - 1].flags |= RawFrame::entry;
+                // of frames of one eval-loop call, and it is a local of that call (its anchor).
+                if (out.depth > 0 && !(out.frames[out.depth - 1].flags & RawFrame::entry)) {
+                    out.frames[out.depth - 1].flags |= RawFrame::entry;
+                    out.frames[out.depth - 1].anchor = frame;
+                }
                 frame = previous;
                 continue;
             }
@@ -327,8 +332,13 @@ class InterpreterFrameWalker final : public StackWalker {
                                    : static_cast<std::int32_t>(std::min<std::int64_t>(
                                          delta / 2, std::numeric_limits<std::int32_t>::max()));
             raw.flags = owner == o.owner_generator ? RawFrame::generator : 0;
-            if (o.iframe_is_entry != kAbsent && bytes[o.iframe_is_entry] != 0)
+            raw.anchor = 0;
+            if (o.iframe_is_entry != kAbsent && bytes[o.iframe_is_entry] != 0) {
+                // 3.11: the innermost run is the eval call of the thread's _PyCFrame.
+                if (via_cframe && !has_cstack_owner_ && !entry_seen) raw.anchor = thread.cframe;
+                entry_seen = true;
                 raw.flags |= RawFrame::entry;
+            }
             frame = previous;
         }
         if (out.depth > 0) out.frames[out.depth - 1].flags |= RawFrame::entry;

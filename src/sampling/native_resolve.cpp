@@ -1,9 +1,12 @@
 #include "spyglass/sampling/native_resolve.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include "spyglass/process/checked.hpp"
 
 namespace spyglass::sampling {
 
@@ -19,10 +22,18 @@ std::string base_name(std::string_view path) {
 } // namespace
 
 NativeResolver::NativeResolver(const python::TargetInfo& target, model::FrameTable& frames,
-                               bool all)
-    : target_(target), frames_(frames), all_(all), unwinder_(target.pid),
+                               bool all, native::RefreshPolicy policy)
+    : target_(target), frames_(frames), all_(all), unwinder_(target.pid, policy),
       executable_name_(base_name(target.executable)),
-      interpreter_name_(base_name(target.python_binary)) {}
+      interpreter_name_(base_name(target.python_binary)) {
+    // -v: from here on the unwinder knows the target's modules (test_native_modules loads a
+    // library after this line to see it found later).
+    if (unwinder_.ready())
+        spdlog::info("process {}: native unwinder ready", target.pid);
+    else
+        spdlog::info("process {}: native unwinder not ready: its modules could not be read",
+                     target.pid);
+}
 
 const NativeFrame& NativeResolver::frame_at(std::uint64_t pc) {
     auto it = by_pc_.find(pc);
@@ -42,6 +53,7 @@ const NativeFrame& NativeResolver::frame_at(std::uint64_t pc) {
     frame.file = strings.intern(symbol.module);
     frame.module = strings.intern(symbol.path);
     frame.kind = model::FrameKind::native;
+    frame.address = symbol.address;
     // Only for the frames that are always shown (and every frame with --native-all): the
     // first lookup in each compilation unit parses its line program (about 0.2 ms), and a
     // thread running Python code stops at a new pc inside the interpreter's machinery in
@@ -56,6 +68,46 @@ const NativeFrame& NativeResolver::frame_at(std::uint64_t pc) {
     if (!symbol.build_id.empty()) frames_.set_build_id(frame.module, symbol.build_id);
     NativeFrame native{frames_.intern(frame), role};
     return by_pc_.emplace(pc, native).first->second;
+}
+
+void NativeResolver::find_anchors(std::span<const python::RawFrame> raw, std::uint32_t calls,
+                                  const native::ContextView& view) {
+    constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+    anchors_.assign(calls, 0);
+    first_of_call_.assign(calls, kNone);
+    for (std::size_t i = 0; i < raw.size() && i < raw_call_.size(); ++i) {
+        const std::uint32_t call = raw_call_[i];
+        if (call >= calls) continue;
+        if (first_of_call_[call] == kNone) first_of_call_[call] = i;
+        if ((raw[i].flags & python::RawFrame::entry) && raw[i].anchor != 0)
+            anchors_[call] = raw[i].anchor;
+    }
+    // 3.11: the walk knows the innermost run's _PyCFrame only. Each one's `previous` is the
+    // next outer run's (all of them locals of their eval calls, so in the copy of the stack up
+    // to where it ends), and its `current_frame` is its run's innermost frame: checked, so a
+    // chain that is not this stack's is never used.
+    const python::LayoutOffsets& o = target_.layout.off;
+    if (o.owner_cstack != python::kAbsent || o.cframe_previous == python::kAbsent ||
+        o.cframe_current_frame == python::kAbsent || calls == 0 || anchors_[0] == 0)
+        return;
+    const std::uint64_t base = view.header.regs[native::rsp];
+    std::uint64_t cframe = anchors_[0];
+    for (std::uint32_t call = 0; call < calls; ++call) {
+        auto unknown_from = [&](std::uint64_t value) {
+            std::fill(anchors_.begin() + call, anchors_.end(), value);
+        };
+        if (cframe < base) return unknown_from(0); // below the stack pointer: not a live frame
+        const std::uint64_t at = cframe - base;
+        if (at >= view.stack.size()) return unknown_from(kAnchorBeyond);
+        auto current =
+            process::checked_load<std::uint64_t>(view.stack, at + o.cframe_current_frame);
+        auto previous = process::checked_load<std::uint64_t>(view.stack, at + o.cframe_previous);
+        if (!current || !previous) return unknown_from(kAnchorBeyond); // across the copy's end
+        if (first_of_call_[call] == kNone || *current != raw[first_of_call_[call]].frame)
+            return unknown_from(0);
+        anchors_[call] = cframe;
+        cframe = *previous;
+    }
 }
 
 void NativeResolver::resolve(pid_t tid, std::span<const std::uint8_t> context,
@@ -75,6 +127,12 @@ void NativeResolver::resolve(pid_t tid, std::span<const std::uint8_t> context,
         out.assign(python.begin(), python.end());
         return;
     }
+    // The modules were reported again: an address may be another module's code now.
+    if (unwinder_.generation() != generation_) {
+        by_pc_.clear();
+        generation_ = unwinder_.generation();
+        stats_.module_reports = generation_;
+    }
     native_.clear();
     for (std::uint64_t pc : unwound_.pcs)
         native_.push_back(frame_at(pc));
@@ -88,9 +146,21 @@ void NativeResolver::resolve(pid_t tid, std::span<const std::uint8_t> context,
         call_[i] = kept[i] < raw_call_.size() ? raw_call_[kept[i]] : part.calls;
     part.frames = python.first(python.size() - markers);
     part.call = call_;
-    MergeOutcome outcome = merge_native(native_, !unwound_.reached_copy_end, part, all_, out);
+    find_anchors(raw, part.calls, view);
+    part.anchors = anchors_;
+    NativePart stack;
+    stack.frames = native_;
+    stack.sp = unwound_.sps;
+    stack.complete = !unwound_.reached_copy_end;
+    stack.end = stack.complete
+                    ? kAnchorBeyond
+                    : process::checked_add(view.header.regs[native::rsp], view.stack.size())
+                          .value_or(kAnchorBeyond);
+    const MergeResult result = merge_native(stack, part, all_, out);
     out.insert(out.end(), python.end() - static_cast<std::ptrdiff_t>(markers), python.end());
-    switch (outcome) {
+    if (result.outcome != MergeOutcome::mismatch && result.method == MergeMethod::address)
+        ++stats_.by_address;
+    switch (result.outcome) {
     case MergeOutcome::merged:
         ++stats_.merged;
         break;
@@ -98,14 +168,23 @@ void NativeResolver::resolve(pid_t tid, std::span<const std::uint8_t> context,
         ++stats_.cut;
         break;
     case MergeOutcome::mismatch:
+        // Kept as the Python stack, and said so: the outermost frame marks it.
+        out.push_back(frames_.marker(kMismatchMarker));
         if (++stats_.mismatch <= 3 && spdlog::should_log(spdlog::level::debug)) {
             std::string names;
-            for (const NativeFrame& frame : native_)
-                names +=
-                    fmt::format(" {}{}", frames_.strings().view(frames_.get(frame.id).function),
-                                frame.role == native::FrameRole::eval ? "*" : "");
-            spdlog::debug("thread {}: {} eval calls in the Python chain, native stack (* eval):{}",
-                          tid, part.calls, names);
+            for (std::size_t i = 0; i < native_.size(); ++i)
+                names += fmt::format(" {}{}@{:x}",
+                                     frames_.strings().view(frames_.get(native_[i].id).function),
+                                     native_[i].role == native::FrameRole::eval ? "*" : "",
+                                     i < unwound_.sps.size() ? unwound_.sps[i] : 0);
+            std::string anchors;
+            for (std::uint64_t anchor : anchors_)
+                anchors += fmt::format(" {:x}", anchor);
+            spdlog::debug("thread {}: {} eval calls in the Python chain (anchors:{}; by {}), "
+                          "native stack (* eval, @ stack pointer):{}{}",
+                          tid, part.calls, anchors,
+                          result.method == MergeMethod::address ? "address" : "count", names,
+                          stack.complete ? "" : " (cut)");
         }
         break;
     }

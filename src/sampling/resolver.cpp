@@ -25,6 +25,8 @@ void add(NativeResolveStats& into, const NativeResolveStats& from) {
     into.merged += from.merged;
     into.cut += from.cut;
     into.mismatch += from.mismatch;
+    into.by_address += from.by_address;
+    into.module_reports += from.module_reports;
 }
 
 void add(WaitResolveStats& into, const WaitResolveStats& from) {

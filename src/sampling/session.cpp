@@ -513,10 +513,13 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
     if (options_.sampler.native) {
         const NativeResolveStats native = resolver_->native_stats();
         spdlog::info("native stacks: {} unwound ({} could not be), {} merged with their Python "
-                     "frames, {} cut where the copy of the stack ended, {} left as Python frames "
-                     "alone (their eval calls and Python frames disagreed), {} without registers",
+                     "frames, {} cut where the copy of the stack ended ({} of these placed by "
+                     "stack address, the others by count), {} left as Python frames alone "
+                     "(their eval calls and Python frames disagreed: marked {}), {} without "
+                     "registers; modules reported again {} times",
                      native.stacks, native.unwind_failed, native.merged, native.cut,
-                     native.mismatch, native.no_context);
+                     native.by_address, native.mismatch, kMismatchMarker, native.no_context,
+                     native.module_reports);
     }
     if (options_.sampler.waits != model::WaitDetail::off)
         spdlog::info("wait reasons: {} read from the thread's syscall file, {} kept from the "

@@ -1,5 +1,5 @@
 // Merging native and Python frames: roles of native frames by name and module, the eval-call
-// grouping of raw chains, and the merge with its three outcomes.
+// grouping of raw chains, and the merge with its three outcomes, by count and by stack address.
 #include <gtest/gtest.h>
 
 #include "spyglass/native/frame_role.hpp"
@@ -88,8 +88,18 @@ struct Python {
     std::vector<model::FrameId> frames;
     std::vector<std::uint32_t> call;
     std::uint32_t calls;
-    PythonPart part() const { return {frames, call, calls}; }
+    std::vector<std::uint64_t> anchors = {};
+    PythonPart part() const { return {frames, call, calls, anchors}; }
 };
+
+// By count: no stack pointers, no anchors.
+MergeOutcome merge(std::span<const NativeFrame> native, bool complete, const PythonPart& python,
+                   bool all, std::vector<model::FrameId>& out) {
+    NativePart part{native, {}, kAnchorBeyond, complete};
+    MergeResult result = merge_native(part, python, all, out);
+    EXPECT_EQ(result.method, MergeMethod::count);
+    return result.outcome;
+}
 
 TEST(MergeNative, PythonFramesTakeTheEvalCallsPlaces) {
     // compare (Python, called back from qsort) <- qsort (libc) <- sort_it (Python) <- <module>
@@ -98,7 +108,7 @@ TEST(MergeNative, PythonFramesTakeTheEvalCallsPlaces) {
                                        plumbing(),      eval(),     plumbing(),      eval(),
                                        plumbing(kMain), startup()};
     std::vector<model::FrameId> out;
-    EXPECT_EQ(merge_native(native, true, python.part(), false, out), MergeOutcome::merged);
+    EXPECT_EQ(merge(native, true, python.part(), false, out), MergeOutcome::merged);
     EXPECT_EQ(out, (std::vector<model::FrameId>{1, kCompare, kQsort, 2, 3}));
 }
 
@@ -106,7 +116,7 @@ TEST(MergeNative, AllKeepsEveryFrame) {
     Python python{{1, 2}, {0, 1}, 2};
     std::vector<NativeFrame> native = {eval(), plumbing(), eval(), plumbing(kMain), startup()};
     std::vector<model::FrameId> out;
-    EXPECT_EQ(merge_native(native, true, python.part(), true, out), MergeOutcome::merged);
+    EXPECT_EQ(merge(native, true, python.part(), true, out), MergeOutcome::merged);
     EXPECT_EQ(out, (std::vector<model::FrameId>{1, kEval, kCall, 2, kEval, kMain, kStart}));
 }
 
@@ -115,7 +125,7 @@ TEST(MergeNative, InterpreterWorkAtTheTopIsShown) {
     Python python{{1}, {0}, 1};
     std::vector<NativeFrame> native = {plumbing(kMalloc), plumbing(), eval(), plumbing(kMain)};
     std::vector<model::FrameId> out;
-    EXPECT_EQ(merge_native(native, true, python.part(), false, out), MergeOutcome::merged);
+    EXPECT_EQ(merge(native, true, python.part(), false, out), MergeOutcome::merged);
     EXPECT_EQ(out, (std::vector<model::FrameId>{kMalloc, kCall, 1}));
 }
 
@@ -124,7 +134,7 @@ TEST(MergeNative, InlinedCallsShareOneEvalCall) {
     Python python{{1, 2, 3, 4}, {0, 0, 0, 1}, 2};
     std::vector<NativeFrame> native = {shown(kQsort), eval(), plumbing(), eval(), startup()};
     std::vector<model::FrameId> out;
-    EXPECT_EQ(merge_native(native, true, python.part(), false, out), MergeOutcome::merged);
+    EXPECT_EQ(merge(native, true, python.part(), false, out), MergeOutcome::merged);
     EXPECT_EQ(out, (std::vector<model::FrameId>{kQsort, 1, 2, 3, 4}));
 }
 
@@ -133,11 +143,11 @@ TEST(MergeNative, CountsThatDisagreeGiveThePythonFramesAlone) {
     std::vector<model::FrameId> out;
     // Two eval calls more than the chain has.
     std::vector<NativeFrame> more = {eval(), eval(), eval(), eval(), startup()};
-    EXPECT_EQ(merge_native(more, true, python.part(), false, out), MergeOutcome::mismatch);
+    EXPECT_EQ(merge(more, true, python.part(), false, out), MergeOutcome::mismatch);
     EXPECT_EQ(out, (std::vector<model::FrameId>{1, 2}));
     // One fewer, with the whole native stack unwound.
     std::vector<NativeFrame> fewer = {shown(kQsort), eval(), startup()};
-    EXPECT_EQ(merge_native(fewer, true, python.part(), false, out), MergeOutcome::mismatch);
+    EXPECT_EQ(merge(fewer, true, python.part(), false, out), MergeOutcome::mismatch);
     EXPECT_EQ(out, (std::vector<model::FrameId>{1, 2}));
 }
 
@@ -148,7 +158,7 @@ TEST(MergeNative, TheInnermostEvalCallMayHaveNoFrameLinked) {
     std::vector<NativeFrame> native = {
         plumbing(kMalloc), eval(), shown(kCompare), shown(kQsort), eval(), eval(), startup()};
     std::vector<model::FrameId> out;
-    EXPECT_EQ(merge_native(native, true, python.part(), false, out), MergeOutcome::merged);
+    EXPECT_EQ(merge(native, true, python.part(), false, out), MergeOutcome::merged);
     EXPECT_EQ(out, (std::vector<model::FrameId>{kMalloc, kCompare, kQsort, 2, 3}));
 }
 
@@ -157,7 +167,7 @@ TEST(MergeNative, ACutNativeStackKeepsTheOuterPythonFrames) {
     Python python{{1, 2, 3}, {0, 1, 2}, 3};
     std::vector<NativeFrame> native = {shown(kQsort), eval(), plumbing()};
     std::vector<model::FrameId> out;
-    EXPECT_EQ(merge_native(native, false, python.part(), false, out), MergeOutcome::cut);
+    EXPECT_EQ(merge(native, false, python.part(), false, out), MergeOutcome::cut);
     EXPECT_EQ(out, (std::vector<model::FrameId>{kQsort, 1, 2, 3}));
 }
 
@@ -167,7 +177,7 @@ TEST(MergeNative, FramesNotStartedStillTakeTheirEvalCall) {
     Python python{{2}, {1}, 2};
     std::vector<NativeFrame> native = {eval(), plumbing(), shown(kQsort), eval(), startup()};
     std::vector<model::FrameId> out;
-    EXPECT_EQ(merge_native(native, true, python.part(), false, out), MergeOutcome::merged);
+    EXPECT_EQ(merge(native, true, python.part(), false, out), MergeOutcome::merged);
     EXPECT_EQ(out, (std::vector<model::FrameId>{kQsort, 2}));
 }
 
@@ -175,8 +185,157 @@ TEST(MergeNative, ANativeOnlyStack) {
     Python python{{}, {}, 0};
     std::vector<NativeFrame> native = {shown(kQsort), shown(kCompare), startup()};
     std::vector<model::FrameId> out;
-    EXPECT_EQ(merge_native(native, true, python.part(), false, out), MergeOutcome::merged);
+    EXPECT_EQ(merge(native, true, python.part(), false, out), MergeOutcome::merged);
     EXPECT_EQ(out, (std::vector<model::FrameId>{kQsort, kCompare}));
+}
+
+// --- by stack address ------------------------------------------------------------------------
+// Stack pointers grow outwards (innermost first); frame i owns [sp[i], sp[i + 1]). Each eval
+// frame below owns 0x100 bytes and its anchor lies at +0x80 of it, as gdb showed on 3.11-3.13
+// (&cframe / &entry_frame inside _PyEval_EvalFrameDefault's own frame).
+
+struct Stack {
+    std::vector<NativeFrame> frames;
+    std::vector<std::uint64_t> sp;
+    void add(NativeFrame frame, std::uint64_t size) {
+        sp.push_back(sp.empty() ? 0x7000 : sp.back() + last_size);
+        frames.push_back(frame);
+        last_size = size;
+    }
+    // Where the anchor of the eval frame at `index` lies.
+    std::uint64_t anchor(std::size_t index) const { return sp[index] + 0x80; }
+    NativePart part(bool complete = true, std::uint64_t end = kAnchorBeyond) const {
+        return {frames, sp, end, complete};
+    }
+    std::uint64_t last_size = 0;
+};
+
+TEST(MergeByAddress, EachRunGoesToTheEvalFrameThatHoldsItsAnchor) {
+    // compare <- qsort <- sort_it, <module> (one eval call for the two, 3.11+ inlining)
+    Stack stack;
+    stack.add(eval(), 0x100);         // 0: compare's call
+    stack.add(plumbing(), 0x40);      // 1
+    stack.add(shown(kCompare), 0x40); // 2 (ffi's closure, say)
+    stack.add(shown(kQsort), 0x40);   // 3
+    stack.add(plumbing(), 0x40);      // 4
+    stack.add(eval(), 0x100);         // 5: sort_it and <module>
+    stack.add(plumbing(kMain), 0x40); // 6
+    stack.add(startup(), 0x40);       // 7
+    Python python{{1, 2, 3}, {0, 1, 1}, 2, {stack.anchor(0), stack.anchor(5)}};
+    std::vector<model::FrameId> out;
+    MergeResult result = merge_native(stack.part(), python.part(), false, out);
+    EXPECT_EQ(result.method, MergeMethod::address);
+    EXPECT_EQ(result.outcome, MergeOutcome::merged);
+    EXPECT_EQ(out, (std::vector<model::FrameId>{1, kCompare, kQsort, 2, 3}));
+}
+
+TEST(MergeByAddress, AnEvalCallEnteringHasNoRunOfItsOwn) {
+    // The innermost eval call has not linked its frame yet: its part of the stack holds no
+    // anchor, the next one holds run 0's.
+    Stack stack;
+    stack.add(eval(), 0x100);
+    stack.add(plumbing(), 0x40);
+    stack.add(shown(kQsort), 0x40);
+    stack.add(eval(), 0x100);
+    stack.add(startup(), 0x40);
+    Python python{{1}, {0}, 1, {stack.anchor(3)}};
+    std::vector<model::FrameId> out;
+    MergeResult result = merge_native(stack.part(), python.part(), false, out);
+    EXPECT_EQ(result.method, MergeMethod::address);
+    EXPECT_EQ(result.outcome, MergeOutcome::merged);
+    EXPECT_EQ(out, (std::vector<model::FrameId>{kQsort, 1}));
+}
+
+TEST(MergeByAddress, ACutCopyWhereCountingWouldShiftTheRuns) {
+    // The copy ended after the second eval frame; the innermost eval call is entering (no
+    // run). Counting pairs the two eval frames with runs 0 and 1 and puts run 0 above qsort;
+    // the anchors put run 0 below it and leave runs 1 and 2 beyond the copy.
+    Stack stack;
+    stack.add(eval(), 0x100);
+    stack.add(shown(kQsort), 0x40);
+    stack.add(eval(), 0x100);
+    const std::uint64_t end = stack.sp.back() + 0x100;
+    Python python{{1, 2, 3}, {0, 1, 2}, 3, {stack.anchor(2), end + 0x200, kAnchorBeyond}};
+    std::vector<model::FrameId> out;
+    MergeResult result = merge_native(stack.part(false, end), python.part(), false, out);
+    EXPECT_EQ(result.method, MergeMethod::address);
+    EXPECT_EQ(result.outcome, MergeOutcome::cut);
+    EXPECT_EQ(out, (std::vector<model::FrameId>{kQsort, 1, 2, 3}));
+    // What counting alone makes of it: run 0 above qsort.
+    std::vector<model::FrameId> counted;
+    EXPECT_EQ(merge(stack.frames, false, Python{{1, 2, 3}, {0, 1, 2}, 3}.part(), false, counted),
+              MergeOutcome::cut);
+    EXPECT_EQ(counted, (std::vector<model::FrameId>{1, kQsort, 2, 3}));
+}
+
+TEST(MergeByAddress, AnAnchorOutsideEveryEvalFrameIsAMismatch) {
+    Stack stack;
+    stack.add(eval(), 0x100);
+    stack.add(shown(kQsort), 0x100);
+    stack.add(eval(), 0x100);
+    stack.add(startup(), 0x40);
+    std::vector<model::FrameId> out;
+    // Run 1's anchor in qsort's frame.
+    Python in_qsort{{1, 2}, {0, 1}, 2, {stack.anchor(0), stack.anchor(1)}};
+    MergeResult result = merge_native(stack.part(), in_qsort.part(), false, out);
+    EXPECT_EQ(result.method, MergeMethod::address);
+    EXPECT_EQ(result.outcome, MergeOutcome::mismatch);
+    EXPECT_EQ(out, (std::vector<model::FrameId>{1, 2}));
+    // Below the stack pointer (a dead frame's), and above the whole (complete) stack.
+    Python below{{1, 2}, {0, 1}, 2, {0x10, stack.anchor(2)}};
+    EXPECT_EQ(merge_native(stack.part(), below.part(), false, out).outcome, MergeOutcome::mismatch);
+    Python above{{1, 2}, {0, 1}, 2, {stack.anchor(0), 0x7fff0000}};
+    EXPECT_EQ(merge_native(stack.part(), above.part(), false, out).outcome, MergeOutcome::mismatch);
+    // Two anchors in one eval frame: the second has no eval frame of its own.
+    Python twice{{1, 2}, {0, 1}, 2, {stack.anchor(0), stack.anchor(0) + 8}};
+    EXPECT_EQ(merge_native(stack.part(), twice.part(), false, out).outcome, MergeOutcome::mismatch);
+}
+
+TEST(MergeByAddress, AnEvalCallWithoutARunBetweenTwoThatHaveOneIsAMismatch) {
+    Stack stack;
+    stack.add(eval(), 0x100);
+    stack.add(eval(), 0x100);
+    stack.add(eval(), 0x100);
+    stack.add(startup(), 0x40);
+    Python python{{1, 2}, {0, 1}, 2, {stack.anchor(0), stack.anchor(2)}};
+    std::vector<model::FrameId> out;
+    EXPECT_EQ(merge_native(stack.part(), python.part(), false, out).outcome,
+              MergeOutcome::mismatch);
+    EXPECT_EQ(out, (std::vector<model::FrameId>{1, 2}));
+}
+
+TEST(MergeByAddress, WithoutEveryAnchorOrStackPointerRunsArePlacedByCount) {
+    Stack stack;
+    stack.add(shown(kQsort), 0x40);
+    stack.add(eval(), 0x100);
+    stack.add(eval(), 0x100);
+    stack.add(startup(), 0x40);
+    std::vector<model::FrameId> out;
+    // The outermost run's anchor is not known (a chain cut short).
+    Python partial{{1, 2}, {0, 1}, 2, {stack.anchor(1), 0}};
+    MergeResult result = merge_native(stack.part(), partial.part(), false, out);
+    EXPECT_EQ(result.method, MergeMethod::count);
+    EXPECT_EQ(result.outcome, MergeOutcome::merged);
+    EXPECT_EQ(out, (std::vector<model::FrameId>{kQsort, 1, 2}));
+    // A frame whose stack pointer the unwind did not recover.
+    Stack unknown = stack;
+    unknown.sp[2] = 0;
+    Python anchored{{1, 2}, {0, 1}, 2, {stack.anchor(1), stack.anchor(2)}};
+    EXPECT_EQ(merge_native(unknown.part(), anchored.part(), false, out).method, MergeMethod::count);
+    EXPECT_EQ(merge_native(stack.part(), anchored.part(), false, out).method, MergeMethod::address);
+    EXPECT_EQ(out, (std::vector<model::FrameId>{kQsort, 1, 2}));
+}
+
+TEST(MergeByAddress, AllKeepsTheEvalFramesInPlace) {
+    Stack stack;
+    stack.add(eval(), 0x100);
+    stack.add(shown(kQsort), 0x40);
+    stack.add(eval(), 0x100);
+    stack.add(plumbing(kMain), 0x40);
+    Python python{{1, 2}, {0, 1}, 2, {stack.anchor(0), stack.anchor(2)}};
+    std::vector<model::FrameId> out;
+    EXPECT_EQ(merge_native(stack.part(), python.part(), true, out).outcome, MergeOutcome::merged);
+    EXPECT_EQ(out, (std::vector<model::FrameId>{1, kEval, kQsort, 2, kEval, kMain}));
 }
 
 } // namespace

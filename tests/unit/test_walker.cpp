@@ -411,6 +411,56 @@ TEST_P(ShimWalker, ShimFramesAreSkipped) {
     expect_frames(read(*process, outcome), want);
 }
 
+// --native places each run of frames by an address on the C stack in its eval call's frame
+// (native_merge.hpp): the C-stack entry frame that closes the run (3.12+).
+TEST_P(ShimWalker, AShimIsTheAnchorOfTheRunItCloses) {
+    Setup s(layout());
+    Address outer = chain(s.fake, 1, &s.chunk, 0, "outer");
+    Address shim = s.chunk.top;
+    s.chunk.top += 256;
+    s.fake.interpreter_frame(shim, 0, outer, 0,
+                             static_cast<std::uint8_t>(layout().off.owner_cstack));
+    s.point_at(chain(s.fake, 2, &s.chunk, shim, "inner"));
+    auto process = s.fake.process();
+    std::vector<spyglass::python::ThreadRecord> threads;
+    ASSERT_TRUE(process->read_threads(threads));
+    spyglass::python::RawStack raw;
+    process->walker().walk(threads[0], raw);
+    ASSERT_EQ(raw.depth, 3u);
+    EXPECT_EQ(raw.frames[0].anchor, 0u);
+    EXPECT_FALSE(raw.frames[0].flags & spyglass::python::RawFrame::entry);
+    EXPECT_EQ(raw.frames[1].anchor, shim);
+    EXPECT_TRUE(raw.frames[1].flags & spyglass::python::RawFrame::entry);
+    EXPECT_EQ(raw.frames[2].anchor, 0u); // no shim after it in this chain
+}
+
+// 3.11: the innermost run's anchor is the thread's _PyCFrame (the outer ones are found through
+// its links in the copy of the stack, by the resolver).
+TEST_P(CframeWalker, TheInnermostRunsAnchorIsTheThreadsCframe) {
+    if (layout().off.owner_cstack != spyglass::python::kAbsent)
+        GTEST_SKIP() << "3.12+ runs are anchored by their shim frames";
+    Setup s(layout());
+    Address outer = chain(s.fake, 1, &s.chunk, 0, "outer");
+    s.fake.put<std::uint8_t>(outer, layout().off.iframe_is_entry, 1);
+    Address inner = chain(s.fake, 2, &s.chunk, outer, "inner");
+    s.point_at(inner);
+    Address inner_entry = 0;
+    s.fake.memory().read(inner + layout().off.iframe_previous, &inner_entry, 8);
+    s.fake.put<std::uint8_t>(inner_entry, layout().off.iframe_is_entry, 1);
+    std::uint64_t cframe = 0;
+    s.fake.memory().read(s.tstate + layout().off.tstate_cframe, &cframe, 8);
+    auto process = s.fake.process();
+    std::vector<spyglass::python::ThreadRecord> threads;
+    ASSERT_TRUE(process->read_threads(threads));
+    spyglass::python::RawStack raw;
+    process->walker().walk(threads[0], raw);
+    ASSERT_EQ(raw.depth, 3u);
+    EXPECT_EQ(raw.frames[0].anchor, 0u);
+    EXPECT_EQ(raw.frames[1].anchor, cframe);
+    EXPECT_NE(cframe, 0u);
+    EXPECT_EQ(raw.frames[2].anchor, 0u);
+}
+
 TEST_P(ChunkWalker, IncompleteFramesAreHidden) {
     Setup s(layout());
     Address outer = chain(s.fake, 1, &s.chunk, 0, "outer");

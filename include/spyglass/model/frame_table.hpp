@@ -44,7 +44,15 @@ struct Frame {
     std::int32_t first_line = 0; // the function's first line
     FrameKind kind = FrameKind::python;
     StringId module = 0; // native: the module's path as the target maps it
-    friend bool operator==(const Frame&, const Frame&) = default;
+    // native: an instruction of it, as an address of its module's own ELF address space (the
+    // pc less the module's load bias: what objdump and addr2line show), the first one interned;
+    // 0 when not known. Not part of the frame's identity: a frame is a function and a line,
+    // not an instruction (pprof's Location.address; the raw format does not keep it).
+    std::uint64_t address = 0;
+    friend bool operator==(const Frame& a, const Frame& b) noexcept {
+        return a.function == b.function && a.file == b.file && a.line == b.line &&
+               a.first_line == b.first_line && a.kind == b.kind && a.module == b.module;
+    }
 };
 
 class FrameTable {

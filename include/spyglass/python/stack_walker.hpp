@@ -27,6 +27,12 @@ struct RawFrame {
     // A hash of the code object's header as the capture read it (0 until then): tells the
     // resolver, later, whether the code object at `code` is still the one that ran.
     std::uint64_t code_check = 0;
+    // On the entry frame of a run (3.11+), where known: an address on the C stack inside the
+    // eval-loop call that ran the run, for --native to find that call's native frame. 3.12+:
+    // the C-stack entry frame that closes the run (a local of _PyEval_EvalFrameDefault); 3.11:
+    // on the innermost run only, the thread's _PyCFrame (also a local of it), whose `previous`
+    // links lead to the outer runs' in a copy of the stack. 0 when not known.
+    Address anchor = 0;
 };
 
 enum class StackEnd : std::uint8_t {

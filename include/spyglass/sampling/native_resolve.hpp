@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -22,13 +23,20 @@ struct NativeResolveStats {
     std::uint64_t no_context = 0; // captures without registers (the pause was refused...)
     std::uint64_t unwind_failed = 0;
     std::uint64_t merged = 0;
-    std::uint64_t cut = 0;      // the copy of the stack ended before its outermost frame
-    std::uint64_t mismatch = 0; // eval calls and Python frames disagreed: Python frames only
+    std::uint64_t cut = 0;            // the copy of the stack ended before its outermost frame
+    std::uint64_t mismatch = 0;       // eval calls and Python frames disagreed: Python frames only,
+                                      // marked with kMismatchMarker
+    std::uint64_t by_address = 0;     // merged or cut with the runs placed by stack address
+    std::uint64_t module_reports = 0; // the target's modules reported again (maps changed)
 };
+
+// The outermost frame of a sample whose native frames could not be merged.
+inline constexpr std::string_view kMismatchMarker = "<native frames not merged>";
 
 class NativeResolver {
   public:
-    NativeResolver(const python::TargetInfo& target, model::FrameTable& frames, bool all);
+    NativeResolver(const python::TargetInfo& target, model::FrameTable& frames, bool all,
+                   native::RefreshPolicy policy = {});
 
     // The merged stack of a capture into `out`. `python`: the resolved Python frames;
     // `kept`: the raw frame each of them came from (frames not started yet are left out).
@@ -42,6 +50,10 @@ class NativeResolver {
 
   private:
     const NativeFrame& frame_at(std::uint64_t pc);
+    // Each eval call's anchor into anchors_ (PythonPart::anchors), from the raw chain and, on
+    // 3.11, the _PyCFrame links in the stack copy.
+    void find_anchors(std::span<const python::RawFrame> raw, std::uint32_t calls,
+                      const native::ContextView& view);
 
     const python::TargetInfo& target_;
     model::FrameTable& frames_;
@@ -52,6 +64,9 @@ class NativeResolver {
     native::UnwindResult unwound_;
     std::vector<NativeFrame> native_;
     std::vector<std::uint32_t> raw_call_, call_;
+    std::vector<std::uint64_t> anchors_;
+    std::vector<std::size_t> first_of_call_;
+    std::uint64_t generation_ = 0; // the unwinder's, when by_pc_ was filled
     NativeResolveStats stats_;
 };
 
