@@ -1,9 +1,11 @@
 #include "spyglass/sampling/native_capture.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 
 #include "spyglass/clock.hpp"
+#include "spyglass/sampling/native_resolve.hpp"
 
 namespace spyglass::sampling {
 
@@ -41,7 +43,55 @@ native::ContextHeader from_registers(const user_regs_struct& regs) {
     return header;
 }
 
+constexpr std::uint64_t kFlagBits = 0xffff'ffffu;
+
 } // namespace
+
+void NativeFeedback::note(std::uint32_t thread, std::uint32_t flags) noexcept {
+    if (flags == 0) return;
+    std::atomic<std::uint64_t>& slot = slots_[thread % kSlots];
+    const std::uint64_t tag = std::uint64_t{thread} << 32;
+    std::uint64_t old = slot.load(std::memory_order_relaxed);
+    for (;;) {
+        // The thread's own flags are added to; another thread's are replaced.
+        const std::uint64_t want = (old & ~kFlagBits) == tag ? old | flags : tag | flags;
+        if (slot.compare_exchange_weak(old, want, std::memory_order_relaxed)) return;
+    }
+}
+
+std::uint32_t NativeFeedback::take(std::uint32_t thread) noexcept {
+    std::atomic<std::uint64_t>& slot = slots_[thread % kSlots];
+    const std::uint64_t tag = std::uint64_t{thread} << 32;
+    std::uint64_t old = slot.load(std::memory_order_relaxed);
+    while ((old & kFlagBits) != 0 && (old & ~kFlagBits) == tag)
+        if (slot.compare_exchange_weak(old, 0, std::memory_order_relaxed))
+            return static_cast<std::uint32_t>(old & kFlagBits);
+    return 0;
+}
+
+UnwindSummary summarize_unwind(const NativeResolver& resolver, const NativeResolveStats& before) {
+    UnwindSummary summary;
+    const NativeResolveStats& after = resolver.stats();
+    summary.unwound = after.stacks > before.stacks;
+    summary.failed = after.unwind_failed > before.unwind_failed;
+    if (!summary.unwound || summary.failed) return summary;
+    summary.reached_copy_end = resolver.last_unwind().reached_copy_end;
+    return summary;
+}
+
+std::uint32_t native_feedback(const UnwindSummary& unwind) noexcept {
+    if (!unwind.unwound || unwind.failed) return 0;
+    return unwind.reached_copy_end ? std::uint32_t{NativeFeedback::cut} : 0u;
+}
+
+NativePolicy::Change NativePolicy::learn(std::uint32_t flags) noexcept {
+    Change change;
+    if ((flags & NativeFeedback::cut) && stack_copy < native::kMaxStackCopy) {
+        stack_copy = std::min(native::kMaxStackCopy, stack_copy * 2);
+        change.grown = change.retake = true;
+    }
+    return change;
+}
 
 CaptureOutcome capture_native(python::PythonProcess& process, StackCapturer& capturer,
                               process::ThreadTracer& tracer, PauseMode mode,

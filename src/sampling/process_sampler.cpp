@@ -54,13 +54,13 @@ ProcessSampler::~ProcessSampler() {
                  s.torn_changed, s.torn_bad_code, s.torn_bad_offset, s.torn_suspended,
                  process_->memory().read_calls(), process_->fast_thread_reads(),
                  process_->slow_thread_reads(), pause_stats_.pauses, tracer_.seized());
-    if (options_.native)
-        spdlog::info("process {}: native stacks: {} of blocked threads taken without a stop ({} "
-                     "moved while read), {} with a stop, {} not taken ({} running threads left "
-                     "alone with --nonblocking)",
-                     process_->pid(), native_stats_.unstopped, native_stats_.moved,
-                     native_stats_.stopped, native_stats_.failed + native_stats_.skipped,
-                     native_stats_.skipped);
+    if (!options_.native) return;
+    const NativeStats& n = native_stats_;
+    spdlog::info("process {}: native stacks: {} of blocked threads taken without a stop ({} "
+                 "moved while read), {} with a stop, {} not taken ({} running threads left alone "
+                 "with --nonblocking); stack copies of {} threads grown from {} to {} KiB",
+                 process_->pid(), n.unstopped, n.moved, n.stopped, n.failed + n.skipped, n.skipped,
+                 n.grown, native::kMinStackCopy >> 10, native::kMaxStackCopy >> 10);
 }
 
 Result<void> ProcessSampler::check_pausing() {
@@ -220,6 +220,8 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
                 base.wait = read_wait(thread, state, stats);
             }
         }
+        // A larger stack copy is wanted: the previous capture is not reused.
+        if (options_.native && learn_native(thread)) thread.have_previous = false;
         python::Address frame_pointer = record.cframe != 0 ? record.cframe : record.frame;
         if (options_.reuse_idle && !ran && thread.have_previous &&
             frame_pointer == thread.previous_frame) {
@@ -261,13 +263,23 @@ RawWait ProcessSampler::read_wait(ThreadState& thread, char state, PassStats& st
     return wait;
 }
 
+bool ProcessSampler::learn_native(ThreadState& thread) {
+    if (options_.native_feedback == nullptr) return false;
+    const std::uint32_t flags = options_.native_feedback->take(thread.index);
+    if (flags == 0) return false;
+    const NativePolicy::Change change = thread.native.learn(flags);
+    native_stats_.grown += change.grown;
+    return change.retake;
+}
+
 bool ProcessSampler::push_sample(const python::ThreadRecord& record, ThreadState& thread,
                                  ThreadCapture base, PassStats& stats) {
     bool paused = false;
     CaptureOutcome outcome;
     if (options_.native) {
         if (!thread.syscall) thread.syscall.emplace(process_->pid(), record.tid);
-        NativeThread native{&thread.stat, &*thread.syscall, thread.run_ns, thread.on_cpu};
+        NativeThread native{&thread.stat, &*thread.syscall, thread.run_ns, thread.on_cpu,
+                            thread.native.stack_copy};
         outcome = capture_native(*process_, capturer_, tracer_, options_.pause, record, native,
                                  native_context_, native_stats_, pause_stats_, paused);
         thread.needed_pause = false;

@@ -4,8 +4,14 @@
 // Python frames read, and then /proc says whether it stayed in that same call without running
 // (if not, it is stopped after all). A running thread is stopped for the few microseconds a
 // register read and a stack copy take, its Python frames read in the same stop.
+//
+// What the resolver learns of a capture comes back to the sampling thread through
+// NativeFeedback: an unwind that went on to the end of its copy makes that thread's copies
+// larger (NativePolicy, from kMinStackCopy up to kMaxStackCopy).
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -25,12 +31,14 @@ struct NativeStats {
     std::uint64_t moved = 0;     // of the blocked ones: left their call while read
     std::uint64_t failed = 0;    // no native context could be taken (pause refused...)
     std::uint64_t skipped = 0;   // running threads not stopped (--nonblocking)
+    std::uint64_t grown = 0;     // threads whose stack copies were made larger
     void merge(const NativeStats& other) noexcept {
         unstopped += other.unstopped;
         stopped += other.stopped;
         moved += other.moved;
         failed += other.failed;
         skipped += other.skipped;
+        grown += other.grown;
     }
 };
 
@@ -39,7 +47,55 @@ struct NativeThread {
     process::TaskSyscallReader* syscall = nullptr;
     std::uint64_t run_ns = 0; // schedstat run time read at the start of this pass
     bool on_cpu = false;
-    std::uint32_t stack_copy = native::kMaxStackCopy;
+    std::uint32_t stack_copy = native::kMaxStackCopy; // bytes of stack to copy
+};
+
+// What the resolver learned of a thread's latest native captures, left for the sampling
+// thread's next capture of that thread: one word per slot holding the thread's session number
+// (ThreadCapture::thread, never reused) and the flags. Lock-free; the resolver ORs flags in, the
+// sampling thread takes them. Two threads sharing a slot overwrite each other's flags: a flag
+// lost that way only comes again with a later capture.
+class NativeFeedback {
+  public:
+    enum Flag : std::uint32_t {
+        cut = 1u << 0, // the unwind went on to the end of the stack copy
+    };
+    void note(std::uint32_t thread, std::uint32_t flags) noexcept;
+    // The flags noted for `thread` since it last took them (0: none).
+    std::uint32_t take(std::uint32_t thread) noexcept;
+
+  private:
+    static constexpr std::size_t kSlots = 4096;
+    std::array<std::atomic<std::uint64_t>, kSlots> slots_{};
+};
+
+class NativeResolver;
+struct NativeResolveStats;
+
+// What the resolver learned of one capture, for its feedback.
+struct UnwindSummary {
+    bool unwound = false;          // it had registers and the unwinder was asked
+    bool failed = false;           // the unwind gave no frame at all
+    bool reached_copy_end = false; // the walk went on to the end of the stack copy
+};
+
+// The summary of the capture `resolver` just resolved: `before` is its stats() before it.
+UnwindSummary summarize_unwind(const NativeResolver& resolver, const NativeResolveStats& before);
+
+// The NativeFeedback flags of a capture.
+std::uint32_t native_feedback(const UnwindSummary& unwind) noexcept;
+
+// A thread's native capture settings, kept by the sampler across samples.
+struct NativePolicy {
+    std::uint32_t stack_copy = native::kMinStackCopy;
+
+    struct Change {
+        bool grown = false;  // stack_copy was made larger
+        bool retake = false; // the thread's last capture should not be reused
+    };
+    // Applies the flags of NativeFeedback: an unwind that went on to the end of its copy
+    // doubles the copy (up to kMaxStackCopy).
+    Change learn(std::uint32_t flags) noexcept;
 };
 
 // Fills `context` (header + stack; empty when no native state could be taken) and captures
