@@ -69,19 +69,33 @@ std::uint32_t NativeFeedback::take(std::uint32_t thread) noexcept {
     return 0;
 }
 
-UnwindSummary summarize_unwind(const NativeResolver& resolver, const NativeResolveStats& before) {
+UnwindSummary summarize_unwind(const NativeResolver& resolver, const NativeResolveStats& before,
+                               std::span<const python::RawFrame> raw,
+                               std::vector<std::uint32_t>& calls) {
     UnwindSummary summary;
     const NativeResolveStats& after = resolver.stats();
     summary.unwound = after.stacks > before.stacks;
     summary.failed = after.unwind_failed > before.unwind_failed;
     if (!summary.unwound || summary.failed) return summary;
     summary.reached_copy_end = resolver.last_unwind().reached_copy_end;
+    for (const NativeFrame& frame : resolver.last_native())
+        summary.native_evals += frame.role == native::FrameRole::eval;
+    summary.python_calls = eval_calls(raw, calls);
     return summary;
 }
 
-std::uint32_t native_feedback(const UnwindSummary& unwind) noexcept {
-    if (!unwind.unwound || unwind.failed) return 0;
-    return unwind.reached_copy_end ? std::uint32_t{NativeFeedback::cut} : 0u;
+std::uint32_t native_feedback(const UnwindSummary& unwind, bool stopped, bool on_cpu) noexcept {
+    if (!unwind.unwound) return 0;
+    std::uint32_t flags = 0;
+    if (unwind.reached_copy_end) flags |= NativeFeedback::cut;
+    // Fewer eval frames than the chain has calls, the copy not used up: the walk stopped at a
+    // frame it had no register for (an rbp-based frame above a leaf that did not save rbp).
+    // More of them is not that (a chain read at another moment): a stop would not help.
+    const bool ended_early =
+        unwind.failed || (!unwind.reached_copy_end && unwind.native_evals < unwind.python_calls);
+    if (ended_early && !stopped) flags |= NativeFeedback::short_unstopped;
+    if (ended_early && stopped && !on_cpu) flags |= NativeFeedback::short_stopped;
+    return flags;
 }
 
 NativePolicy::Change NativePolicy::learn(std::uint32_t flags) noexcept {
@@ -89,6 +103,14 @@ NativePolicy::Change NativePolicy::learn(std::uint32_t flags) noexcept {
     if ((flags & NativeFeedback::cut) && stack_copy < native::kMaxStackCopy) {
         stack_copy = std::min(native::kMaxStackCopy, stack_copy * 2);
         change.grown = change.retake = true;
+    }
+    if ((flags & NativeFeedback::short_stopped) && stop_when_blocked) {
+        stop_when_blocked = false;
+        stop_useless = true;
+        change.gave_up = true;
+    } else if ((flags & NativeFeedback::short_unstopped) && !stop_when_blocked && !stop_useless) {
+        stop_when_blocked = true;
+        change.fell_back = change.retake = true;
     }
     return change;
 }
@@ -100,7 +122,10 @@ CaptureOutcome capture_native(python::PythonProcess& process, StackCapturer& cap
                               PauseStats& pauses, bool& stopped) {
     stopped = false;
     context.assign(sizeof(native::ContextHeader), 0);
-    if (!thread.on_cpu && thread.syscall != nullptr && mode != PauseMode::always) {
+    // A blocked thread whose registers from the syscall file did not unwind is stopped too
+    // (unless nothing may be stopped: then they are still better than no native frames).
+    const bool stop_anyway = thread.stop_when_blocked && mode != PauseMode::never;
+    if (!thread.on_cpu && thread.syscall != nullptr && mode != PauseMode::always && !stop_anyway) {
         auto before = thread.syscall->read();
         if (before && !before->running && before->sp != 0) {
             copy_stack(process.memory(), before->sp, thread.stack_copy, context);
@@ -153,6 +178,7 @@ CaptureOutcome capture_native(python::PythonProcess& process, StackCapturer& cap
     pauses.durations.record(monotonic_ns() - start);
     ++pauses.pauses;
     ++stats.stopped;
+    if (stop_anyway && !thread.on_cpu) ++stats.fallback;
     stopped = true;
     if (have_registers) {
         set_header(context, from_registers(regs));

@@ -170,8 +170,10 @@ void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawF
                                      merged_);
             ids_.swap(merged_);
             if (native_feedback_ != nullptr)
-                native_feedback_->note(capture.thread,
-                                       native_feedback(summarize_unwind(*process->native, before)));
+                native_feedback_->note(
+                    capture.thread,
+                    native_feedback(summarize_unwind(*process->native, before, frames, calls_),
+                                    capture.paused, capture.on_cpu));
         }
         sample.key.stack = stacks_.intern(ids_);
         thread.last_stack = sample.key.stack;
