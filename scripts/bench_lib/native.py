@@ -98,9 +98,9 @@ def bench_native(args):
     for _ in range(rounds):
         for name, mode in (("Python only", []), ("--native", ["--native"])):
             with Target(python, "many_threads.py", 50, 1) as target:
-                args = ["record", "--pid", target.pid, "--rate", 100, "--duration", seconds,
-                        "-o", "/dev/null", "-f", "folded"] + mode
-                summary, _, stderr = run_verbose(args)
+                command = ["record", "--pid", target.pid, "--rate", 100, "--duration", seconds,
+                           "-o", "/dev/null", "-f", "folded"] + mode
+                summary, _, stderr = run_verbose(command)
             found = PAUSES.search(stderr)
             summary["pauses"] = int(found.group(1).replace(",", "")) if found else 0
             summary["p50"] = float(found.group(2)) * UNIT[found.group(3)] if found else 0.0
