@@ -1,15 +1,21 @@
 """What --native costs: pauses of running threads (p50, p99), the sampling and resolver threads'
 CPU, the achieved rate, and the CPU share the target's running thread keeps, against
-Python-only sampling and --native --nonblocking, interleaved within one run."""
+Python-only sampling and --native --nonblocking, interleaved within one run; then spyglass's RSS
+over a 60 s --native recording, and the resolver's CPU per native frame with warm caches."""
+import os
 import re
 import statistics
+import subprocess
+import threading
 import time
 
-from bench_lib.common import Target, python_for, run_verbose
+from bench_lib import common
+from bench_lib.common import Target, out_file, python_for, run_verbose
 
 PAUSES = re.compile(r"(\d[\d,]*) pauses? \(p50 ([\d.]+) (µs|ms|s|ns), p99 ([\d.]+) (µs|ms|s|ns)")
 NATIVE = re.compile(r"native stacks: (\d+) of blocked threads taken without a stop \((\d+) moved "
                     r"while read\), (\d+) with a stop")
+PYTHON_FRAME = re.compile(r"\(.*\.py:\d+\)$")
 RESOLVED = re.compile(r"native stacks: (\d+) unwound \((\d+) could not be\), (\d+) merged")
 UNIT = {"ns": 1e-3, "µs": 1.0, "ms": 1e3, "s": 1e6}
 
@@ -60,7 +66,8 @@ def bench_native(args):
     modes = [("no spyglass", None), ("Python only", []), ("--native", ["--native"]),
              ("--native --nonblocking", ["--native", "--nonblocking"])]
     print("workload: tests/workloads/native_target.py on 3.12 (main thread sorting through a "
-          "ctypes qsort callback, 3 threads blocked in sleep, read and a Lock)")
+          "ctypes qsort callback; threads blocked in sleep, read, a socket's recv, a Lock, and "
+          "one under ~48 KiB of stack)")
     print("| rate | mode | achieved Hz | samples | pauses | pause p50 µs | pause p99 µs | "
           "blocked without a stop | sampling ms | resolver ms | resolver µs per sample | "
           "target thread CPU share |")
@@ -91,9 +98,9 @@ def bench_native(args):
     for _ in range(rounds):
         for name, mode in (("Python only", []), ("--native", ["--native"])):
             with Target(python, "many_threads.py", 50, 1) as target:
-                args = ["record", "--pid", target.pid, "--rate", 100, "--duration", seconds,
-                        "-o", "/dev/null", "-f", "folded"] + mode
-                summary, _, stderr = run_verbose(args)
+                command = ["record", "--pid", target.pid, "--rate", 100, "--duration", seconds,
+                           "-o", "/dev/null", "-f", "folded"] + mode
+                summary, _, stderr = run_verbose(command)
             found = PAUSES.search(stderr)
             summary["pauses"] = int(found.group(1).replace(",", "")) if found else 0
             summary["p50"] = float(found.group(2)) * UNIT[found.group(3)] if found else 0.0
@@ -107,3 +114,113 @@ def bench_native(args):
         print("| %s | %.1f | %d | %d | %.0f | %.0f | %d | %.0f | %.0f |" % (
             name, med["rate"], med["samples"], med["pauses"], med["p50"], med["p99"],
             med["unstopped"], med["sampling_ms"], med["resolver_ms"]))
+
+    bench_native_memory(args, python)
+
+
+def thread_cpu_ns(pid, name):
+    """The run time (schedstat) of the thread of `pid` whose name is `name`; None if none is."""
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return None
+    for tid in tasks:
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                if f.read().strip() != name:
+                    continue
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                return int(f.read().split()[0])
+        except OSError:
+            continue
+    return None
+
+
+def status_kb(pid, field):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def native_frames_per_stack(path, tid):
+    """The native frames per merged stack of thread `tid` in a folded --native-all --threads
+    file, weighted by count (stacks with no native frame, left as Python frames, not counted)."""
+    frames = weight = 0
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            stack, count = line.rstrip("\n").rsplit(" ", 1)
+            if not stack.startswith("thread %d " % tid):
+                continue
+            native = [frame for frame in stack.split(";")[1:]
+                      if not frame.startswith("[") and not PYTHON_FRAME.search(frame)]
+            if native:
+                frames += len(native) * int(count)
+                weight += int(count)
+    return frames / weight if weight else 0.0
+
+
+def bench_native_memory(args, python):
+    """One --native-all recording of native_target.py at 100 Hz: spyglass's RSS along it (flat?)
+    and its peak, and the resolver thread's CPU in the second half of the run (warm caches)
+    per unwound stack and per native frame."""
+    seconds = 10 if args.quick else 60
+    print("\nRSS and resolution cost: --native-all, native_target.py on 3.12, 100 Hz, %d s, "
+          "one run" % seconds)
+    out = out_file(".txt")
+    try:
+        with Target(python, "native_target.py") as target:
+            command = [common.SPYGLASS, "-v", "record", "--pid", str(target.pid), "--rate", "100",
+                       "--duration", str(seconds), "--native-all", "--threads", "-f", "folded",
+                       "-o", out]
+            process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.PIPE)
+            stderr = []
+            reader = threading.Thread(target=lambda: stderr.append(process.stderr.read()))
+            reader.start()
+            start = time.monotonic()
+            rss, peak, half, late = [], None, None, None
+            while process.poll() is None:
+                elapsed = time.monotonic() - start
+                kb = status_kb(process.pid, "VmRSS")
+                if kb is not None:
+                    rss.append((elapsed, kb))
+                    peak = status_kb(process.pid, "VmHWM") or peak
+                cpu = thread_cpu_ns(process.pid, "spyglass-res")
+                # The resolver's CPU at half time and as late as possible before it drains.
+                if cpu is not None and half is None and elapsed >= seconds / 2:
+                    half = (elapsed, cpu)
+                if cpu is not None and elapsed <= seconds - 0.5:
+                    late = (elapsed, cpu)
+                time.sleep(0.25)
+            reader.join()
+            main = target.report["main"]
+        text = stderr[0].decode("utf-8", "replace")
+        resolved = RESOLVED.search(text)
+        per_stack = native_frames_per_stack(out, main)
+    finally:
+        os.unlink(out)
+    if not rss or resolved is None or half is None or late is None or late[0] <= half[0]:
+        print("(no figures: %s)" % text.strip().splitlines()[-1:])
+        return
+    marks = [rss[min(len(rss) - 1, int(len(rss) * share))] for share in (0.1, 0.5, 0.9)]
+    marks.append(rss[-1])
+    print("| RSS at | " + " | ".join("%.0f s" % t for t, _ in marks) + " | peak (VmHWM) |")
+    print("|---|" + "---|" * (len(marks) + 1))
+    print("| MiB | " + " | ".join("%.1f" % (kb / 1024.0) for _, kb in marks) +
+          " | %.1f |" % ((peak or 0) / 1024.0))
+    # Unwound stacks spread evenly over the run (the running main thread's, one per tick).
+    unwound = int(resolved.group(1))
+    window = (late[0] - half[0]) / seconds
+    stacks = unwound * window
+    cpu_us = (late[1] - half[1]) / 1e3
+    print("resolver thread, %.1f s to %.1f s: %.1f ms of CPU for ~%.0f unwound stacks (%d in the "
+          "run) of %.1f native frames each (the main thread's merged stacks): %.1f µs per stack, "
+          "%.2f µs per native frame" % (half[0], late[0], cpu_us / 1e3, stacks, unwound, per_stack,
+                                         cpu_us / stacks if stacks else 0,
+                                         cpu_us / (stacks * per_stack) if stacks and per_stack
+                                         else 0))

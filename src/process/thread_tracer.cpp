@@ -56,6 +56,17 @@ void back_off(unsigned& polls) {
     nanosleep(&step, nullptr);
 }
 
+// A thread that has exited (a zombie on its way out, or gone) cannot be seized either: the
+// kernel says EPERM for it, as it does when permission is refused.
+bool exited(pid_t pid, pid_t tid) {
+    auto text = read_small_file(fmt::format("/proc/{}/task/{}/stat", pid, tid));
+    if (!text) return true;
+    std::size_t close = text->rfind(')');
+    if (close == std::string::npos || close + 2 >= text->size()) return false;
+    const char state = (*text)[close + 2];
+    return state == 'Z' || state == 'X';
+}
+
 bool is_stop_signal(int sig) {
     return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
 }
@@ -133,7 +144,8 @@ std::expected<void, PauseFailure> ThreadTracer::seize(pid_t tid) noexcept {
     install_child_handler();
     if (::ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
         int err = errno;
-        if (err == ESRCH) return std::unexpected(PauseFailure::gone);
+        if (err == ESRCH || (err == EPERM && exited(pid_, tid)))
+            return std::unexpected(PauseFailure::gone);
         note_refusal(tid, err);
         return std::unexpected(PauseFailure::refused);
     }

@@ -1,9 +1,11 @@
 #include "spyglass/sampling/native_capture.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 
 #include "spyglass/clock.hpp"
+#include "spyglass/sampling/native_resolve.hpp"
 
 namespace spyglass::sampling {
 
@@ -41,7 +43,77 @@ native::ContextHeader from_registers(const user_regs_struct& regs) {
     return header;
 }
 
+constexpr std::uint64_t kFlagBits = 0xffff'ffffu;
+
 } // namespace
+
+void NativeFeedback::note(std::uint32_t thread, std::uint32_t flags) noexcept {
+    if (flags == 0) return;
+    std::atomic<std::uint64_t>& slot = slots_[thread % kSlots];
+    const std::uint64_t tag = std::uint64_t{thread} << 32;
+    std::uint64_t old = slot.load(std::memory_order_relaxed);
+    for (;;) {
+        // The thread's own flags are added to; another thread's are replaced.
+        const std::uint64_t want = (old & ~kFlagBits) == tag ? old | flags : tag | flags;
+        if (slot.compare_exchange_weak(old, want, std::memory_order_relaxed)) return;
+    }
+}
+
+std::uint32_t NativeFeedback::take(std::uint32_t thread) noexcept {
+    std::atomic<std::uint64_t>& slot = slots_[thread % kSlots];
+    const std::uint64_t tag = std::uint64_t{thread} << 32;
+    std::uint64_t old = slot.load(std::memory_order_relaxed);
+    while ((old & kFlagBits) != 0 && (old & ~kFlagBits) == tag)
+        if (slot.compare_exchange_weak(old, 0, std::memory_order_relaxed))
+            return static_cast<std::uint32_t>(old & kFlagBits);
+    return 0;
+}
+
+UnwindSummary summarize_unwind(const NativeResolver& resolver, const NativeResolveStats& before,
+                               std::span<const python::RawFrame> raw,
+                               std::vector<std::uint32_t>& calls) {
+    UnwindSummary summary;
+    const NativeResolveStats& after = resolver.stats();
+    summary.unwound = after.stacks > before.stacks;
+    summary.failed = after.unwind_failed > before.unwind_failed;
+    if (!summary.unwound || summary.failed) return summary;
+    summary.reached_copy_end = resolver.last_unwind().reached_copy_end;
+    for (const NativeFrame& frame : resolver.last_native())
+        summary.native_evals += frame.role == native::FrameRole::eval;
+    summary.python_calls = eval_calls(raw, calls);
+    return summary;
+}
+
+std::uint32_t native_feedback(const UnwindSummary& unwind, bool stopped, bool on_cpu) noexcept {
+    if (!unwind.unwound) return 0;
+    std::uint32_t flags = 0;
+    if (unwind.reached_copy_end) flags |= NativeFeedback::cut;
+    // Fewer eval frames than the chain has calls, the copy not used up: the walk stopped at a
+    // frame it had no register for (an rbp-based frame above a leaf that did not save rbp).
+    // More of them is not that (a chain read at another moment): a stop would not help.
+    const bool ended_early =
+        unwind.failed || (!unwind.reached_copy_end && unwind.native_evals < unwind.python_calls);
+    if (ended_early && !stopped) flags |= NativeFeedback::short_unstopped;
+    if (ended_early && stopped && !on_cpu) flags |= NativeFeedback::short_stopped;
+    return flags;
+}
+
+NativePolicy::Change NativePolicy::learn(std::uint32_t flags) noexcept {
+    Change change;
+    if ((flags & NativeFeedback::cut) && stack_copy < native::kMaxStackCopy) {
+        stack_copy = std::min(native::kMaxStackCopy, stack_copy * 2);
+        change.grown = change.retake = true;
+    }
+    if ((flags & NativeFeedback::short_stopped) && stop_when_blocked) {
+        stop_when_blocked = false;
+        stop_useless = true;
+        change.gave_up = true;
+    } else if ((flags & NativeFeedback::short_unstopped) && !stop_when_blocked && !stop_useless) {
+        stop_when_blocked = true;
+        change.fell_back = change.retake = true;
+    }
+    return change;
+}
 
 CaptureOutcome capture_native(python::PythonProcess& process, StackCapturer& capturer,
                               process::ThreadTracer& tracer, PauseMode mode,
@@ -50,7 +122,10 @@ CaptureOutcome capture_native(python::PythonProcess& process, StackCapturer& cap
                               PauseStats& pauses, bool& stopped) {
     stopped = false;
     context.assign(sizeof(native::ContextHeader), 0);
-    if (!thread.on_cpu && thread.syscall != nullptr && mode != PauseMode::always) {
+    // A blocked thread whose registers from the syscall file did not unwind is stopped too
+    // (unless nothing may be stopped: then they are still better than no native frames).
+    const bool stop_anyway = thread.stop_when_blocked && mode != PauseMode::never;
+    if (!thread.on_cpu && thread.syscall != nullptr && mode != PauseMode::always && !stop_anyway) {
         auto before = thread.syscall->read();
         if (before && !before->running && before->sp != 0) {
             copy_stack(process.memory(), before->sp, thread.stack_copy, context);
@@ -103,6 +178,7 @@ CaptureOutcome capture_native(python::PythonProcess& process, StackCapturer& cap
     pauses.durations.record(monotonic_ns() - start);
     ++pauses.pauses;
     ++stats.stopped;
+    if (stop_anyway && !thread.on_cpu) ++stats.fallback;
     stopped = true;
     if (have_registers) {
         set_header(context, from_registers(regs));

@@ -1,8 +1,10 @@
 #include "spyglass/sampling/process_sampler.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "spyglass/sampling/wait_capture.hpp"
@@ -58,13 +60,30 @@ ProcessSampler::~ProcessSampler() {
         options_.pause == PauseMode::always
             ? fmt::format(", {} asleep in the kernel read without a stop", pause_stats_.asleep)
             : std::string());
-    if (options_.native)
-        spdlog::info("process {}: native stacks: {} of blocked threads taken without a stop ({} "
-                     "moved while read), {} with a stop, {} not taken ({} running threads left "
-                     "alone with --nonblocking)",
-                     process_->pid(), native_stats_.unstopped, native_stats_.moved,
-                     native_stats_.stopped, native_stats_.failed + native_stats_.skipped,
-                     native_stats_.skipped);
+    if (!options_.native) return;
+    const NativeStats& n = native_stats_;
+    spdlog::info("process {}: native stacks: {} of blocked threads taken without a stop ({} "
+                 "moved while read), {} with a stop ({} of blocked threads whose unwind without a "
+                 "stop had ended early: {} threads, {} of them given up), {} not taken ({} "
+                 "running threads left alone with --nonblocking); stack copies of {} threads "
+                 "grown from {} to {} KiB",
+                 process_->pid(), n.unstopped, n.moved, n.stopped, n.fallback, n.fallback_threads,
+                 n.fallback_dropped, n.failed + n.skipped, n.skipped, n.grown,
+                 native::kMinStackCopy >> 10, native::kMaxStackCopy >> 10);
+    if (spdlog::should_log(spdlog::level::debug)) {
+        // Per live thread: which capture path its samples took (the tests check it per thread).
+        std::string line;
+        std::size_t listed = 0;
+        for (const auto& [tid, thread] : threads_) {
+            if (thread.native_unstopped + thread.native_stopped == 0) continue;
+            if (++listed > 256) break;
+            fmt::format_to(std::back_inserter(line), " {}: {}/{}", tid, thread.native_unstopped,
+                           thread.native_stopped);
+        }
+        spdlog::debug("process {}: native captures per thread (tid: without a stop/with a "
+                      "stop):{}{}",
+                      process_->pid(), line, listed > 256 ? " ..." : "");
+    }
 }
 
 Result<void> ProcessSampler::check_pausing() {
@@ -233,6 +252,8 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
                 base.wait = read_wait(thread, state, stats);
             }
         }
+        // A larger stack copy or a stop is wanted: the previous capture is not reused.
+        if (options_.native && learn_native(thread)) thread.have_previous = false;
         python::Address frame_pointer = record.cframe != 0 ? record.cframe : record.frame;
         if (options_.reuse_idle && !ran && thread.have_previous &&
             frame_pointer == thread.previous_frame) {
@@ -274,15 +295,31 @@ RawWait ProcessSampler::read_wait(ThreadState& thread, char state, PassStats& st
     return wait;
 }
 
+bool ProcessSampler::learn_native(ThreadState& thread) {
+    if (options_.native_feedback == nullptr) return false;
+    const std::uint32_t flags = options_.native_feedback->take(thread.index);
+    if (flags == 0) return false;
+    const NativePolicy::Change change = thread.native.learn(flags);
+    native_stats_.grown += change.grown;
+    native_stats_.fallback_threads += change.fell_back;
+    native_stats_.fallback_dropped += change.gave_up;
+    return change.retake;
+}
+
 bool ProcessSampler::push_sample(const python::ThreadRecord& record, ThreadState& thread,
                                  ThreadCapture base, PassStats& stats) {
     bool paused = false;
     CaptureOutcome outcome;
     if (options_.native) {
         if (!thread.syscall) thread.syscall.emplace(process_->pid(), record.tid);
-        NativeThread native{&thread.stat, &*thread.syscall, thread.run_ns, thread.on_cpu};
+        NativeThread native{
+            &thread.stat,  &*thread.syscall,         thread.run_ns,
+            thread.on_cpu, thread.native.stack_copy, thread.native.stop_when_blocked};
+        const std::uint64_t unstopped = native_stats_.unstopped;
         outcome = capture_native(*process_, capturer_, tracer_, options_.pause, record, native,
                                  native_context_, native_stats_, pause_stats_, paused);
+        thread.native_unstopped += native_stats_.unstopped != unstopped;
+        thread.native_stopped += paused;
         thread.needed_pause = false;
     } else {
         const AsleepThread asleep{&thread.stat, thread.run_ns};

@@ -167,9 +167,15 @@ void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawF
             frames, capture.outcome == CaptureOutcome::truncated && !capture.too_deep, ids_);
         if (capture.too_deep) ids_.push_back(deeper_marker_);
         if (capture.native && process->native && sample.status != model::StackStatus::torn) {
+            const NativeResolveStats before = process->native->stats();
             process->native->resolve(capture.tid, bytes, frames, ids_, process->stacks->kept(),
                                      merged_);
             ids_.swap(merged_);
+            if (native_feedback_ != nullptr)
+                native_feedback_->note(
+                    capture.thread,
+                    native_feedback(summarize_unwind(*process->native, before, frames, calls_),
+                                    capture.paused, capture.on_cpu));
         }
         sample.key.stack = stacks_.intern(ids_);
         thread.last_stack = sample.key.stack;

@@ -77,8 +77,11 @@ Session::Session(model::FrameTable& frames, model::StackTable& stacks,
     // Stack copies in flight between the sampling thread and the resolver: the resolver is
     // woken when a quarter of it is used, so this is about 16 copies of the largest size
     // before it is, 64 before a capture is dropped.
-    if (options_.sampler.native)
+    if (options_.sampler.native) {
         queue_.reserve_bytes(64 * (sizeof(native::ContextHeader) + native::kMaxStackCopy));
+        native_feedback_ = std::make_unique<NativeFeedback>();
+        options_.sampler.native_feedback = native_feedback_.get();
+    }
 }
 
 Session::~Session() = default;
@@ -317,6 +320,7 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
     resolver_ =
         std::make_unique<Resolver>(frames_, stacks_, options_.stacks, sink, options_.sampler.waits);
     resolver_->bound_tables(options_.table_limit);
+    resolver_->feed_back(native_feedback_.get());
     if (options_.sched_events && std::getenv("SPYGLASS_NO_SCHED_EVENTS") == nullptr)
         sched_ = process::SchedWatch::open();
     if (sched_) {

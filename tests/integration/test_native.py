@@ -2,10 +2,12 @@
 native frames merged with the Python ones in the right order (Python -> ctypes -> libffi ->
 qsort -> Python callback, workloads/native_target.py), a C extension built against each
 interpreter's own headers that spins in C and calls back into Python (workloads/cext_target.py),
-threads blocked in C (sleep, read, a Lock) shown in their system call without a stop,
---native-all keeping the eval loop, --nonblocking stopping nothing, dump --native (text and
-JSON, 100 times on a target whose threads churn), a target SIGKILLed mid recording and a
-recording of a target whose threads churn.
+threads blocked in C (sleep, read, a socket's recv, a Lock) shown in their system call, each
+taken without a stop (-vv's per-thread counts), a thread blocked under a frame-pointer frame
+that only a stop unwinds (the fallback), a deep thread whose stack copy grows, --native-all
+keeping the eval loop, --nonblocking stopping nothing, dump --native (text and JSON, 100 times
+on a target whose threads churn), a target SIGKILLed mid recording, and a target whose threads
+churn recorded at 1 kHz and spyglass SIGKILLed while recording it.
 """
 import json
 import os
@@ -26,8 +28,12 @@ WORKLOAD_CEXT = os.path.join(harness.WORKLOADS, "cext_target.py")
 FRAME = re.compile(r"^(.*) \((.*?)(?::(\d+))?\)$")
 SLEEP = re.compile(r"nanosleep|select")  # 3.11+ clock_nanosleep; older ones select
 READ = re.compile(r"(^|_)read$")
+RECV = re.compile(r"(^|_)recv(from)?$")
+SYSCALL = re.compile(r"^syscall$")
 LOCK = re.compile(r"futex|sem_|pthread_cond|lll_lock")
 EVAL = re.compile(r"^(_PyEval_EvalFrameDefault|PyEval_EvalFrameEx)")
+SUMMARY = re.compile(r"([\d,]+) samples in [\d.]+ s at [\d.]+ Hz \(asked \d+\), [\d,]+ late "
+                     r"ticks?, ([\d,]+) sampling errors?")
 
 
 def parse_frame(text):
@@ -40,8 +46,9 @@ def parse_frame(text):
 
 
 def is_native(frame):
-    """A native frame: "name (module)", or "name (source.c:line)" where DWARF has the line."""
-    return frame[2] is None or not frame[1].endswith(".py")
+    """A native frame: "name (module)", or "name (source.c:line)" where DWARF has the line (not
+    a marker such as the "[wait ...]" leaf)."""
+    return not frame[0].startswith("[") and (frame[2] is None or not frame[1].endswith(".py"))
 
 
 def thread_stacks(path, tid):
@@ -65,13 +72,66 @@ def read_text(path):
 
 
 def native_log(stderr):
-    """The -v line's counts: {"unstopped": n, "stopped": n} (summed over processes)."""
-    counts = {"unstopped": 0, "stopped": 0}
+    """The -v line's counts, summed over processes: {"unstopped", "stopped", "fallback" (blocked
+    threads stopped because their unwind without a stop ended early), "fallback_threads",
+    "not_taken", "grown" (threads whose stack copies grew)}."""
+    counts = dict.fromkeys(("unstopped", "stopped", "fallback", "fallback_threads", "not_taken",
+                            "grown"), 0)
     for match in re.finditer(r"native stacks: (\d+) of blocked threads taken without a stop "
-                             r"\(\d+ moved while read\), (\d+) with a stop", stderr):
-        counts["unstopped"] += int(match.group(1))
-        counts["stopped"] += int(match.group(2))
+                             r"\(\d+ moved while read\), (\d+) with a stop \((\d+) of blocked "
+                             r"threads whose unwind without a stop had ended early: (\d+) threads, "
+                             r"\d+ of them given up\), (\d+) not taken .*; stack copies of (\d+) "
+                             r"threads grown", stderr):
+        for key, group in zip(("unstopped", "stopped", "fallback", "fallback_threads",
+                               "not_taken", "grown"), match.groups()):
+            counts[key] += int(group)
     return counts
+
+
+def thread_captures(stderr):
+    """{tid: (taken without a stop, taken with a stop)} from -vv's per-thread line."""
+    captures = {}
+    for match in re.finditer(r"native captures per thread \(tid: without a stop/with a stop\):"
+                             r"(.*)", stderr):
+        for tid, unstopped, stopped in re.findall(r" (\d+): (\d+)/(\d+)", match.group(1)):
+            captures[int(tid)] = (int(unstopped), int(stopped))
+    return captures
+
+
+def dump_thread(text, tid):
+    """The frames of thread tid in a text dump, innermost first: [(function, rest)], where rest
+    is what the parentheses hold ("module, file:line" or "path:line")."""
+    frames, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("Thread "):
+            inside = line.startswith("Thread %d " % tid)
+            continue
+        match = re.match(r"^    (\S.*) \((.*)\)$", line)
+        if inside and match:
+            frames.append((match.group(1), match.group(2)))
+    return frames
+
+
+def summary_counts(stderr):
+    """(samples, sampling errors) from the summary line."""
+    match = SUMMARY.search(stderr)
+    if not match:
+        raise AssertionError("no summary line in\n" + stderr)
+    return int(match.group(1).replace(",", "")), int(match.group(2).replace(",", ""))
+
+
+def build_frame_pointer_library(directory):
+    """Builds workloads/c_extension/frame_pointer_block.c into directory: (path, None), or
+    (None, why not)."""
+    source = os.path.join(harness.WORKLOADS, "c_extension", "frame_pointer_block.c")
+    library = os.path.join(directory, "frame_pointer_block.so")
+    built = subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-g", "-fno-omit-frame-pointer",
+                            "-fno-optimize-sibling-calls", source, "-o", library],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, encoding="utf-8",
+                           timeout=harness.TIMEOUT)
+    if built.returncode != 0:
+        return None, "gcc failed: " + built.stdout
+    return library, None
 
 
 def build_extension(python, directory):
@@ -102,28 +162,41 @@ class NativeBase(harness.InterpreterCase):
     def tearDown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def record(self, target, *extra):
+    def record(self, target, *extra, **kwargs):
         out = os.path.join(self.tmp, "native.txt")
-        result = harness.spyglass("-v", "record", "--pid", target.pid, "-r", "200", "-d",
-                                  "2", "--threads", "-o", out, *extra)
+        result = harness.spyglass(kwargs.get("verbose", "-v"), "record", "--pid", target.pid,
+                                  "-r", "200", "-d", kwargs.get("seconds", 2), "--threads",
+                                  "-o", out, *extra)
         self.assertEqual(result.returncode, 0, result.stderr)
         return out, result.stderr
 
-    def assert_blocked_in(self, path, tid, pattern, what):
-        """Every sample of the thread that reached its blocking call has a native frame
-        matching `pattern` after its Python frames; at least one sample does."""
+    def assert_blocked_in(self, path, tid, pattern, function, line):
+        """Every sample of the thread with a native frame matching `pattern` (the blocking
+        call) has one as its native leaf (the innermost frame but the [wait ...] marker), and
+        `function` at `line` of the workload as its innermost Python frame; at least one sample
+        has one. Returns those samples' frames."""
         stacks = thread_stacks(path, tid)
-        self.assertTrue(stacks, "no samples of thread %s (%s) in\n%s" % (tid, what,
+        self.assertTrue(stacks, "no samples of thread %s (%s) in\n%s" % (tid, function,
                                                                        read_text(path)))
-        matched = sum(count for frames, count in stacks
-                      if any(pattern.search(f[0]) and is_native(f) for f in frames))
-        self.assertGreater(matched, 0, "%s: no native %s frame in %s" % (
-            what, pattern.pattern, [";".join(f[0] for f in fr) for fr, _ in stacks[:5]]))
+        matched = []
+        for frames, count in stacks:
+            frames = [f for f in frames if not f[0].startswith("[")]
+            if not any(is_native(f) and pattern.search(f[0]) for f in frames):
+                continue
+            self.assertTrue(is_native(frames[-1]) and pattern.search(frames[-1][0]),
+                            "%s: the leaf is not %s: %s" % (function, pattern.pattern, frames))
+            python = [f for f in frames if not is_native(f)]
+            self.assertTrue(python, frames)
+            self.assertEqual(python[-1], (function, WORKLOAD, line), frames)
+            matched.append(frames)
+        self.assertTrue(matched, "%s: no native %s leaf in %s" % (
+            function, pattern.pattern, [";".join(f[0] for f in fr) for fr, _ in stacks[:5]]))
+        return matched
 
     def test_callback_order_and_blocked_threads(self):
         with harness.Target(self.python, "native_target.py") as target:
             tids, lines = target.report, target.report["lines"]
-            out, stderr = self.record(target, "--native")
+            out, stderr = self.record(target, "--native", verbose="-vv")
         main = thread_stacks(out, tids["main"])
         self.assertTrue(main, read_text(out))
         # Python -> native -> Python: sort_forever at its qsort call, qsort below it, the
@@ -154,12 +227,21 @@ class NativeBase(harness.InterpreterCase):
             if python3 and evals == [len(frames) - 1]:
                 evals = [] if frames[-1][0] == "PyEval_EvalFrameEx" else evals
             self.assertFalse(evals, frames)
-        self.assert_blocked_in(out, tids["sleeper"], SLEEP, "sleeper")
-        self.assert_blocked_in(out, tids["reader"], READ, "reader")
-        self.assert_blocked_in(out, tids["locker"], LOCK, "locker")
-        # Blocked threads are read from their syscall file, without a stop.
-        counts = native_log(stderr)
-        self.assertGreater(counts["unstopped"], 0, stderr)
+        self.assert_blocked_in(out, tids["sleeper"], SLEEP, "sleeper", lines["sleep"])
+        self.assert_blocked_in(out, tids["reader"], READ, "reader", lines["read"])
+        self.assert_blocked_in(out, tids["receiver"], RECV, "receiver", lines["recv"])
+        self.assert_blocked_in(out, tids["locker"], LOCK, "locker", lines["acquire"])
+        # Each blocked thread is read from its syscall file, without a stop (the threads
+        # blocked for good: never with one; the sleeper may be caught awake); the running
+        # main thread with one.
+        captures = thread_captures(stderr)
+        for name in ("reader", "receiver", "locker", "sleeper"):
+            unstopped, stopped = captures.get(tids[name], (0, 0))
+            self.assertGreater(unstopped, 0, "%s: %s" % (name, stderr))
+            if name != "sleeper":
+                self.assertEqual(stopped, 0, "%s: %s" % (name, stderr))
+        self.assertGreater(captures.get(tids["main"], (0, 0))[1], 0, stderr)
+        self.assertEqual(native_log(stderr)["fallback_threads"], 0, stderr)
 
     def test_native_all_keeps_the_eval_loop(self):
         with harness.Target(self.python, "native_target.py") as target:
@@ -175,10 +257,58 @@ class NativeBase(harness.InterpreterCase):
         counts = native_log(stderr)
         self.assertEqual(counts["stopped"], 0, stderr)
         self.assertNotRegex(stderr.splitlines()[-1], r"\d+ pauses? \(p50", stderr)
-        self.assert_blocked_in(out, tids["sleeper"], SLEEP, "sleeper")
+        self.assert_blocked_in(out, tids["sleeper"], SLEEP, "sleeper", tids["lines"]["sleep"])
         # The running main thread is sampled Python-only, its Python frames still right.
         main = thread_stacks(out, tids["main"])
         self.assertTrue(any(f[0] == "sort_forever" for frames, _ in main for f in frames))
+
+    def test_blocked_thread_stopped_when_its_syscall_registers_do_not_unwind(self):
+        # fp_reader blocks in glibc's syscall() under a frame-pointer frame: from the syscall
+        # file's sp and pc the unwind ends at that frame (rbp unknown), below every Python
+        # frame. spyglass then stops that thread (only it) when it samples it blocked.
+        library, why_not = build_frame_pointer_library(self.tmp)
+        if why_not:
+            sys.stderr.write("SKIP %s: %s\n" % (self.id(), why_not))
+            self.skipTest(why_not)
+        with harness.Target(self.python, "native_target.py", library) as target:
+            tids, lines = target.report, target.report["lines"]
+            # Longer: the first resolution (modules, DWARF) comes before the feedback does.
+            out, stderr = self.record(target, "--native", verbose="-vv", seconds=4)
+        for frames in self.assert_blocked_in(out, tids["fp_reader"], SYSCALL, "fp_reader",
+                                             lines["fp_read"]):
+            names = [f[0] for f in frames]
+            self.assertIn("spyglass_fp_block", names, frames)
+            self.assertLess(names.index("fp_reader"), names.index("spyglass_fp_block"), names)
+        counts = native_log(stderr)
+        self.assertEqual(counts["fallback_threads"], 1, stderr)
+        self.assertGreater(counts["fallback"], 0, stderr)
+        captures = thread_captures(stderr)
+        self.assertGreater(captures.get(tids["fp_reader"], (0, 0))[1], 0, stderr)
+        # The other blocked threads still are never stopped.
+        for name in ("reader", "receiver", "locker"):
+            self.assertEqual(captures.get(tids[name], (0, 1))[1], 0, "%s: %s" % (name, stderr))
+
+    def test_stack_copy_grows_for_a_deep_thread(self):
+        # Thread "deep" blocks under about 48 KiB of stack (deep_stack says how much): the
+        # first 32 KiB copy ends before its outer frames, the resolver says so, and the thread
+        # is taken again (still without a stop) with a 64 KiB copy that holds its whole stack.
+        with harness.Target(self.python, "native_target.py") as target:
+            tids, lines = target.report, target.report["lines"]
+            out, stderr = self.record(target, "--native", verbose="-vv", seconds=4)
+        self.assertGreater(tids["deep_stack"], 36 << 10, tids)
+        self.assertLess(tids["deep_stack"], 60 << 10, tids)
+        self.assertGreaterEqual(native_log(stderr)["grown"], 1, stderr)
+        unstopped, stopped = thread_captures(stderr).get(tids["deep"], (0, 0))
+        self.assertGreaterEqual(unstopped, 2, stderr)
+        self.assertEqual(stopped, 0, stderr)
+        # Whole: native frames (map's) between every two calls of deep, the outermost too.
+        whole = 0
+        for frames in self.assert_blocked_in(out, tids["deep"], READ, "deep", lines["deep"]):
+            levels = [i for i, f in enumerate(frames) if f[0] == "deep" and not is_native(f)]
+            if all(any(is_native(f) for f in frames[a + 1:b])
+                   for a, b in zip(levels, levels[1:])):
+                whole += 1
+        self.assertGreater(whole, 0, read_text(out))
 
     def test_c_extension(self):
         why_not = build_extension(self.python, self.tmp)
@@ -201,6 +331,8 @@ class NativeBase(harness.InterpreterCase):
         spin_lines = (start[0] + 1, start[0] + 2)  # for (;;) and its body
         in_c = 0
         for frames, count in spinner:
+            # (A [cpu-starved] marker may follow: the spinner waits for a core on a busy box.)
+            frames = [f for f in frames if not f[0].startswith("[")]
             if frames[-1][0] != "spyglass_cext_spin":
                 continue
             # Built with -g: a line of the loop, from the extension's DWARF.
@@ -239,18 +371,63 @@ class NativeBase(harness.InterpreterCase):
             python = [f for f in reader if not f.get("native")]
             self.assertIn(("reader", lines["read"]),
                           [(f["function"], f.get("line")) for f in python], reader)
-            text = harness.spyglass("dump", "--pid", target.pid, "--native")
-            self.assertEqual(text.returncode, 0, text.stderr)
-            self.assertRegex(text.stdout, r"sleep|select")
-            self.assertIn("(libc", text.stdout)
-            for _ in range(5):
-                again = harness.spyglass("dump", "--pid", target.pid, "--native")
+            # The main thread, innermost first: compare (Python), qsort (libc), then
+            # sort_forever at its qsort call. It is in compare most of the time: a few dumps
+            # catch it there.
+            ordered = 0
+            for _ in range(10):
+                main = threads[tids["main"]]["frames"]
+                names = [f["function"] for f in main]
+                # (Python frames alone when its pause timed out, on a very busy box.)
+                if "compare" in names and any(f.get("native") for f in main):
+                    self.assert_callback_order(main, lines)
+                    ordered += 1
+                    if ordered == 3:
+                        break
+                again = harness.spyglass("dump", "--pid", target.pid, "--native", "--json")
                 self.assertEqual(again.returncode, 0, again.stderr)
-                self.assertIn("sort_forever", again.stdout)
+                threads = dict((t["tid"], t) for t in json.loads(again.stdout)["threads"])
+            self.assertGreater(ordered, 0, "no dump caught the main thread in compare, merged")
+            # Text: the sleeper thread's own frames show its sleep in libc, under sleeper()
+            # (a few dumps: one may catch it awake between two sleeps).
+            asleep = 0
+            for _ in range(6):
+                text = harness.spyglass("dump", "--pid", target.pid, "--native")
+                self.assertEqual(text.returncode, 0, text.stderr)
+                self.assertIn("sort_forever", text.stdout)
+                frames = dump_thread(text.stdout, tids["sleeper"])
+                functions = [function for function, _ in frames]
+                self.assertIn("sleeper", functions, text.stdout)
+                sleeps = [i for i, (function, where) in enumerate(frames)
+                          if SLEEP.search(function) and where.startswith("libc")]
+                if sleeps:
+                    self.assertLess(sleeps[0], functions.index("sleeper"), frames)
+                    self.assertEqual(frames[functions.index("sleeper")][1],
+                                     "%s:%d" % (WORKLOAD, lines["sleep"]), frames)
+                    asleep += 1
+            self.assertGreater(asleep, 0, text.stdout)
             self.assertIsNone(target.process.poll())
             states = harness.task_states(target.pid)
             self.assertNotIn("t", states.values(), states)
             self.assertNotIn("T", states.values(), states)
+
+    def assert_callback_order(self, frames, lines):
+        """dump --json frames (innermost first) of the main thread in compare: compare at a line
+        of its body, then qsort's frames, then sort_forever at its qsort call, then <module>."""
+        names = [f["function"] for f in frames]
+        compare = names.index("compare")
+        sort = [i for i, name in enumerate(names) if name.startswith("qsort")]
+        self.assertTrue(sort, names)
+        top = names.index("sort_forever")
+        self.assertLess(compare, sort[0], names)
+        self.assertLess(sort[0], top, names)
+        self.assertEqual(names[-1], "<module>", names)
+        # The body: x = 0, the loop, x += i (the marked line), the return.
+        self.assertIn(frames[compare].get("line"),
+                      range(lines["compare"] - 2, lines["compare"] + 2), frames[compare])
+        self.assertEqual(frames[top].get("line"), lines["qsort"], frames[top])
+        self.assertTrue(all(f.get("native") for f in frames[compare + 1:top]), names)
+        self.assertFalse(frames[compare].get("native") or frames[top].get("native"), names)
 
     def test_dump_native_100_times_while_threads_churn(self):
         # py-spy's expectation for its thread_reuse.py: at most 3 of 100 dumps may fail on a
@@ -275,15 +452,25 @@ class NativeBase(harness.InterpreterCase):
         with harness.Target(self.python, "native_target.py") as target:
             spyglass = subprocess.Popen(
                 [harness.SPYGLASS, "record", "--pid", str(target.pid), "-r", "500", "-d", "60",
-                 "--native", "-o", out], stderr=subprocess.PIPE, encoding="utf-8")
-            # Attached once the target's threads are seized (TracerPid), then some samples.
+                 "--native", "-o", out], stderr=subprocess.PIPE)
+            # Attached once the target's threads are seized (TracerPid).
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and tracer(target.pid) == 0:
                 time.sleep(0.01)
             self.assertNotEqual(tracer(target.pid), 0, "spyglass never attached")
-            time.sleep(0.5)
+            # Killed once samples of the main thread were resolved (before, its code objects
+            # could not be read any more): SIGUSR1 writes the recording so far and says so on
+            # stderr; until that file shows sort_forever.
+            for _ in range(100):
+                spyglass.send_signal(signal.SIGUSR1)
+                said = ""
+                while "SIGUSR1: wrote" not in said:
+                    said += harness.read_line(spyglass.stderr.fileno(), 60, spyglass)
+                if "sort_forever" in read_text(out):
+                    break
             target.process.send_signal(signal.SIGKILL)
             _, stderr = spyglass.communicate(timeout=60)
+            stderr = stderr.decode("utf-8", "replace")
         self.assertEqual(spyglass.returncode, 0, stderr)
         self.assertIn("the target exited", stderr)
         with open(out, encoding="utf-8") as f:
@@ -292,15 +479,49 @@ class NativeBase(harness.InterpreterCase):
         self.assertRegex(text, r"qsort")
 
     def test_thread_churn(self):
+        # 1 kHz on a target that starts and joins thousands of threads a second: no crash, few
+        # errors and all counted, the worker's stacks there, the target never left stopped.
         out = os.path.join(self.tmp, "churn.txt")
         with harness.Target(self.python, "thread_churn.py") as target:
-            result = harness.spyglass("record", "--pid", target.pid, "-r", "500", "-d", "2",
-                                      "--native", "-o", out)
+            result = harness.spyglass("-v", "record", "--pid", target.pid, "-r", "1000", "-d",
+                                      "2", "--native", "-o", out)
             self.assertEqual(result.returncode, 0, result.stderr)
             self.assertIsNone(target.process.poll(), "the target died")
-        with open(out, encoding="utf-8") as f:
-            text = f.read()
-        self.assertIn("compute", text)
+            states = harness.task_states(target.pid)
+        self.assertNotIn("t", states.values(), states)
+        self.assertNotIn("T", states.values(), states)
+        samples, errors = summary_counts(result.stderr)
+        self.assertGreater(samples, 0, result.stderr)
+        self.assertLessEqual(errors, max(10, samples // 20), result.stderr)
+        # A thread that exited before it could be seized is gone, not a refusal to trace.
+        self.assertNotIn("no permission", result.stderr)
+        counts = native_log(result.stderr)
+        self.assertGreater(counts["unstopped"] + counts["stopped"], 0, result.stderr)
+        self.assertIn("compute", read_text(out))
+
+    def test_spyglass_killed_while_threads_churn(self):
+        # spyglass SIGKILLed while it records a churning target at 1 kHz, right after the
+        # target saw a thread of its traced (a pause under way or just done), three times: the
+        # kernel lets every thread go, none is left stopped (t or T) and the target runs on.
+        with harness.Target(self.python, "thread_churn.py", "--report-traced") as target:
+            for _ in range(3):
+                spyglass = subprocess.Popen(
+                    [harness.SPYGLASS, "record", "--pid", str(target.pid), "-r", "1000", "-d",
+                     "60", "--native", "-f", "folded", "-o", os.devnull],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, encoding="utf-8")
+                try:
+                    while True:
+                        lines = target.read_line(timeout=60).splitlines()
+                        if "traced %d" % spyglass.pid in lines:
+                            break
+                finally:
+                    spyglass.kill()
+                    _, stderr = spyglass.communicate(timeout=60)
+                self.assertEqual(spyglass.returncode, -signal.SIGKILL, stderr)
+                self.assertIsNone(target.process.poll(), "the target died")
+                states = harness.task_states(target.pid)
+                self.assertNotIn("t", states.values(), states)
+                self.assertNotIn("T", states.values(), states)
 
 
 def tracer(pid):

@@ -38,6 +38,10 @@ struct ContextHeader {
     std::uint32_t stack_size = 0; // bytes of stack copied from regs[rsp]
 };
 
+// Bytes of stack copied per capture: a thread's first copies take kMinStackCopy; when the
+// resolver finds a stack cut where its copy ended, that thread's copies double, up to
+// kMaxStackCopy (sampling::NativePolicy). The larger the copy, the longer a running thread is
+// stopped for it. dump --native copies kMaxStackCopy at once.
 inline constexpr std::uint32_t kMinStackCopy = 32u << 10;
 inline constexpr std::uint32_t kMaxStackCopy = 64u << 10;
 

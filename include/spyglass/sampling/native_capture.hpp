@@ -4,9 +4,17 @@
 // Python frames read, and then /proc says whether it stayed in that same call without running
 // (if not, it is stopped after all). A running thread is stopped for the few microseconds a
 // register read and a stack copy take, its Python frames read in the same stop.
+//
+// What the resolver learns of a capture comes back to the sampling thread through
+// NativeFeedback: a stack cut where its copy ended makes that thread's copies larger
+// (NativePolicy, from kMinStackCopy up to kMaxStackCopy), and an unwind without a stop that
+// ended early makes that thread be stopped while it is blocked too.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "spyglass/native/context.hpp"
@@ -20,17 +28,25 @@
 namespace spyglass::sampling {
 
 struct NativeStats {
-    std::uint64_t unstopped = 0; // blocked threads read without a stop
-    std::uint64_t stopped = 0;   // running threads (or blocked ones that moved) stopped
-    std::uint64_t moved = 0;     // of the blocked ones: left their call while read
-    std::uint64_t failed = 0;    // no native context could be taken (pause refused...)
-    std::uint64_t skipped = 0;   // running threads not stopped (--nonblocking)
+    std::uint64_t unstopped = 0;        // blocked threads read without a stop
+    std::uint64_t stopped = 0;          // running threads (or blocked ones that moved) stopped
+    std::uint64_t moved = 0;            // of the blocked ones: left their call while read
+    std::uint64_t failed = 0;           // no native context could be taken (pause refused...)
+    std::uint64_t skipped = 0;          // running threads not stopped (--nonblocking)
+    std::uint64_t fallback = 0;         // of the stopped: blocked threads stopped (NativePolicy)
+    std::uint64_t fallback_threads = 0; // threads whose unwind without a stop ended early
+    std::uint64_t fallback_dropped = 0; // of them: the stop did not unwind further either
+    std::uint64_t grown = 0;            // threads whose stack copies were made larger
     void merge(const NativeStats& other) noexcept {
         unstopped += other.unstopped;
         stopped += other.stopped;
         moved += other.moved;
         failed += other.failed;
         skipped += other.skipped;
+        fallback += other.fallback;
+        fallback_threads += other.fallback_threads;
+        fallback_dropped += other.fallback_dropped;
+        grown += other.grown;
     }
 };
 
@@ -39,7 +55,70 @@ struct NativeThread {
     process::TaskSyscallReader* syscall = nullptr;
     std::uint64_t run_ns = 0; // schedstat run time read at the start of this pass
     bool on_cpu = false;
-    std::uint32_t stack_copy = native::kMaxStackCopy;
+    std::uint32_t stack_copy = native::kMaxStackCopy; // bytes of stack to copy
+    bool stop_when_blocked = false; // stop it even when blocked (unless PauseMode::never)
+};
+
+// What the resolver learned of a thread's latest native captures, left for the sampling
+// thread's next capture of that thread: one word per slot holding the thread's session number
+// (ThreadCapture::thread, never reused) and the flags. Lock-free; the resolver ORs flags in, the
+// sampling thread takes them. Two threads sharing a slot overwrite each other's flags: a flag
+// lost that way only comes again with a later capture.
+class NativeFeedback {
+  public:
+    enum Flag : std::uint32_t {
+        cut = 1u << 0,             // the unwind went on to the end of the stack copy
+        short_unstopped = 1u << 1, // taken without a stop, its unwind ended early
+        short_stopped = 1u << 2,   // a blocked thread taken with a stop, its unwind ended early
+    };
+    void note(std::uint32_t thread, std::uint32_t flags) noexcept;
+    // The flags noted for `thread` since it last took them (0: none).
+    std::uint32_t take(std::uint32_t thread) noexcept;
+
+  private:
+    static constexpr std::size_t kSlots = 4096;
+    std::array<std::atomic<std::uint64_t>, kSlots> slots_{};
+};
+
+class NativeResolver;
+struct NativeResolveStats;
+
+// What the resolver learned of one capture, for its feedback.
+struct UnwindSummary {
+    bool unwound = false;           // it had registers and the unwinder was asked
+    bool failed = false;            // the unwind gave no frame at all
+    bool reached_copy_end = false;  // the walk went on to the end of the stack copy
+    std::uint32_t native_evals = 0; // eval-loop frames the unwind found
+    std::uint32_t python_calls = 0; // eval calls the Python chain ran in
+};
+
+// The summary of the capture `resolver` just resolved: `before` is its stats() before it, `raw`
+// the capture's Python frames (`calls` scratch space).
+UnwindSummary summarize_unwind(const NativeResolver& resolver, const NativeResolveStats& before,
+                               std::span<const python::RawFrame> raw,
+                               std::vector<std::uint32_t>& calls);
+
+// The NativeFeedback flags of a capture. Its unwind ended early when it gave no frame, or
+// stopped (not at the end of its copy) before the eval frames its Python frames ran in: only
+// registers a stop gives take it further, if anything does.
+std::uint32_t native_feedback(const UnwindSummary& unwind, bool stopped, bool on_cpu) noexcept;
+
+// A thread's native capture settings, kept by the sampler across samples.
+struct NativePolicy {
+    std::uint32_t stack_copy = native::kMinStackCopy;
+    bool stop_when_blocked = false; // its unwinds without a stop end early: stop it
+    bool stop_useless = false;      // stopping it did not help: never again
+
+    struct Change {
+        bool grown = false;     // stack_copy was made larger
+        bool fell_back = false; // stop_when_blocked was set
+        bool gave_up = false;   // stop_when_blocked was cleared
+        bool retake = false;    // the thread's last capture should not be reused
+    };
+    // Applies the flags of NativeFeedback. A stack cut where its copy ended doubles the copy
+    // (up to kMaxStackCopy); an unwind without a stop that ended early makes the thread be
+    // stopped while blocked, until a stop does not unwind it further either.
+    Change learn(std::uint32_t flags) noexcept;
 };
 
 // Fills `context` (header + stack; empty when no native state could be taken) and captures

@@ -45,6 +45,11 @@ class NativeResolver {
                  std::span<const std::uint32_t> kept, std::vector<model::FrameId>& out);
 
     [[nodiscard]] const NativeResolveStats& stats() const noexcept { return stats_; }
+    // What the latest resolve() unwound, innermost first, and whether the walk ended at the end
+    // of the stack copy (for the samplers' NativeFeedback). Only meant after a resolve() that
+    // counted an unwound stack and no failure: otherwise they are an older capture's.
+    [[nodiscard]] std::span<const NativeFrame> last_native() const noexcept { return native_; }
+    [[nodiscard]] const native::UnwindResult& last_unwind() const noexcept { return unwound_; }
     // The frame table was emptied: the frame ids cached per address are gone with it.
     void tables_reset() { by_pc_.clear(); }
 

@@ -38,6 +38,9 @@ struct SamplerOptions {
     int retries = 3;        // extra attempts for a stack that changed while it was read
     std::uint64_t period_ns = 10'000'000;
     bool native = false; // --native: registers and a copy of the stack with every capture
+    // --native: what the resolver learned of each thread's captures (the session's; may be
+    // null: no copy grows, no blocked thread is stopped for its unwind).
+    NativeFeedback* native_feedback = nullptr;
     model::WaitDetail waits = model::WaitDetail::full; // off: no wait reason is read
 };
 
@@ -122,11 +125,16 @@ class ProcessSampler {
         std::uint64_t last_seen_ns = 0; // the previous pass that looked at the thread
         std::uint64_t generation = 0;
         bool needed_pause = false; // its previous read could only be made with a pause
+        NativePolicy native{};     // --native: its stack copy's size, whether to stop it
+        std::uint32_t native_unstopped = 0, native_stopped = 0; // its captures, for -vv
     };
     bool gone() const;
     // Pushes the capture of `record`; false when the queue had no room.
     bool push_sample(const python::ThreadRecord& record, ThreadState& thread, ThreadCapture base,
                      PassStats& stats);
+    // --native: applies what the resolver learned of the thread's captures; true when its
+    // previous capture must not be reused (a larger copy, a stop to take).
+    bool learn_native(ThreadState& thread);
     // What an off-CPU thread is blocked in: its syscall file, and for a call on a descriptor
     // that descriptor's inode. `state` is the /proc state letter.
     RawWait read_wait(ThreadState& thread, char state, PassStats& stats);

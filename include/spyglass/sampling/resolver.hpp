@@ -15,6 +15,7 @@
 #include "spyglass/python/objects.hpp"
 #include "spyglass/python/target.hpp"
 #include "spyglass/sampling/capture.hpp"
+#include "spyglass/sampling/native_capture.hpp"
 #include "spyglass/sampling/native_resolve.hpp"
 #include "spyglass/sampling/stack_resolve.hpp"
 #include "spyglass/sampling/wait_resolve.hpp"
@@ -47,6 +48,9 @@ class Resolver {
     // recording of days, for sinks that keep no ids across windows.
     void bound_tables(std::size_t entries) noexcept { table_limit_ = entries; }
     [[nodiscard]] std::uint64_t table_resets() const noexcept { return table_resets_; }
+    // --native: where to say what each thread's captures unwound to (stacks cut at the end of
+    // their copy, unwinds without a stop that ended early), for the samplers. Null: nowhere.
+    void feed_back(NativeFeedback* feedback) noexcept { native_feedback_ = feedback; }
 
     [[nodiscard]] ResolveStats stats() const;
     [[nodiscard]] NativeResolveStats native_stats() const;
@@ -99,6 +103,8 @@ class Resolver {
     std::uint64_t cpu_ns_ = 0;
     std::size_t table_limit_ = 0;
     std::uint64_t table_resets_ = 0;
+    NativeFeedback* native_feedback_ = nullptr;
+    std::vector<std::uint32_t> calls_; // scratch for summarize_unwind
 };
 
 } // namespace spyglass::sampling

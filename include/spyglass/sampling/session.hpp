@@ -90,6 +90,8 @@ class Session {
     SessionOptions options_;
     ThreadRegistry registry_;
     CaptureQueue queue_;
+    // --native: the resolver's word to the samplers on each thread's captures (outlives both).
+    std::unique_ptr<NativeFeedback> native_feedback_;
     std::unique_ptr<Resolver> resolver_;
     std::unique_ptr<process::SchedWatch> sched_; // which threads ran; null: /proc tells
     // Attached before run(): the resolver is made by run(), so they are registered then.
