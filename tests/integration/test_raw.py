@@ -1,7 +1,8 @@
 """The raw recording and `spyglass report`: a raw file renders to the same output as the
 direct recording of the same capture (byte for byte), --from/--to and --thread slices are
 exact, --summary, a file cut by SIGKILL is read up to its last whole block (and report says
-so), a newer format version and a file that is not a recording are refused."""
+so, and its summary still names the target's Python), a newer format version and a file that
+is not a recording are refused."""
 import os
 import re
 import signal
@@ -156,6 +157,8 @@ class RawTests(unittest.TestCase):
         self.assertIn("sleeper", out)
         self.assertIn("spin (", out)
         self.assertRegex(out, r"samples:\s+[\d,]+\n")
+        self.assertRegex(out, r"processes: 1\n\s+%d\s+Python \d\.\d+\.\d+\s+/\S+\n"
+                         % target.pid)
 
     def test_a_killed_recording_reads_up_to_its_last_block(self):
         d = workdir("killed")
@@ -182,6 +185,16 @@ class RawTests(unittest.TestCase):
         self.assertIn("was cut short", result.stderr)
         self.assertRegex(result.stderr, r"read [\d,]+ samples up to \d+\.\d s")
         self.assertGreater(sum(folded(out).values()), 100)
+        # No end record, and still the target's process and its Python version, from the
+        # process record written when the target started being sampled.
+        version = subprocess.run(
+            [self.python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+            stdout=subprocess.PIPE, encoding="utf-8", timeout=harness.TIMEOUT).stdout.strip()
+        summary = self.report(raw, "--summary").stdout
+        self.assertIn("(the file was cut", summary)
+        self.assertRegex(summary, r"processes: 1\n\s+%d\s+Python %s\s+/\S+\n"
+                         % (target.pid, re.escape(version)))
+        self.assertIn(", Python %s\n" % version, summary)
 
     @staticmethod
     def blocks(path):
