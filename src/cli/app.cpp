@@ -164,7 +164,8 @@ void add_report_command(CLI::App& app, ReportOptions& report) {
     cmd->add_flag("--full-filenames", report.full_filenames,
                   "Show full source paths instead of shortened ones");
     cmd->add_flag("--summary", report.summary,
-                  "Print the duration, samples, threads and top functions instead of a file");
+                  "Print the duration, processes (their Python), samples, threads and top "
+                  "functions instead of a file");
 }
 
 void add_diff_command(CLI::App& app, DiffOptions& diff) {

@@ -47,6 +47,7 @@ class RecordExtras::FlushWhole final : public model::SampleSink {
     FlushWhole(RecordExtras& extras, model::Aggregator& whole, const std::atomic<int>& requests)
         : extras_(extras), whole_(whole), requests_(requests), seen_(requests.load()) {}
     void start(const model::RecordingInfo& info) override { whole_.start(info); }
+    void process(const model::ProcessInfo& info) override { whole_.process(info); }
     void thread(std::uint32_t index, const model::ThreadInfo& info) override {
         whole_.thread(index, info);
     }

@@ -21,6 +21,7 @@ namespace spyglass::cli {
 namespace {
 
 constexpr std::uint64_t kSecond = 1'000'000'000ull;
+constexpr std::size_t kListedProcesses = 20; // by --summary
 
 std::string default_report_path(const std::string& input) {
     std::string base =
@@ -121,6 +122,17 @@ void print_summary(const std::string& input, const output::RawReader& reader,
                         info.mode == model::SampleMode::cpu ? "cpu" : "wall",
                         info.gil_only ? ", GIL holders only" : "",
                         totals.python_version.empty() ? "" : ", Python " + totals.python_version);
+    // Each process with its interpreter (format 3 records them as they start being sampled:
+    // a cut file has them too).
+    if (!profile.processes.empty())
+        text += fmt::format("processes: {}\n", profile.processes.size());
+    for (std::size_t i = 0; i < profile.processes.size() && i < kListedProcesses; ++i) {
+        const model::ProcessInfo& process = profile.processes[i];
+        text += fmt::format("  {:>8}  Python {:<8}  {}\n", process.pid, process.python_version,
+                            process.interpreter);
+    }
+    if (profile.processes.size() > kListedProcesses)
+        text += fmt::format("  ... and {} more\n", profile.processes.size() - kListedProcesses);
     std::uint64_t samples = 0, weight = 0;
     std::map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> by_thread; // all, on-CPU
     std::map<std::string, std::uint64_t> self;

@@ -53,6 +53,7 @@ Profile Aggregator::profile(const DisplayOptions& display) const {
     Profile profile;
     profile.frames = &frames_;
     profile.stacks = &stacks_;
+    profile.processes = processes_;
     profile.threads = threads_;
     profile.info = info_;
     profile.totals = totals_;

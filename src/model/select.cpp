@@ -24,6 +24,12 @@ bool SelectingSink::thread_selected(std::uint32_t index) const {
     return false;
 }
 
+void SelectingSink::process(const ProcessInfo& info) {
+    if (selection_.pids.empty() || std::find(selection_.pids.begin(), selection_.pids.end(),
+                                             info.pid) != selection_.pids.end())
+        next_.process(info);
+}
+
 void SelectingSink::thread(std::uint32_t index, const ThreadInfo& info) {
     if (threads_.size() <= index) {
         threads_.resize(index + 1);

@@ -75,6 +75,17 @@ void WindowCutter::catch_up(std::uint64_t time_ns) {
     }
 }
 
+void WindowCutter::process(const ProcessInfo& info) {
+    // The version of the first process, as the session's totals have it.
+    if (python_version_.empty()) python_version_ = info.python_version;
+    auto known = std::find_if(processes_.begin(), processes_.end(),
+                              [&](const ProcessInfo& p) { return p.pid == info.pid; });
+    if (known != processes_.end())
+        *known = info; // exec'd and sampled anew
+    else
+        processes_.push_back(info);
+}
+
 void WindowCutter::thread(std::uint32_t index, const ThreadInfo& info) {
     if (threads_.size() <= index) {
         threads_.resize(index + 1);
@@ -92,10 +103,14 @@ void WindowCutter::sample(const Sample& sample) {
     const std::uint32_t thread = sample.key.thread;
     if (thread < threads_.size() && announced_[thread] != window.index + 1) {
         announced_[thread] = window.index + 1;
-        window.aggregator.thread(thread, threads_[thread]);
         pid_t pid = threads_[thread].pid;
-        if (std::find(window.pids.begin(), window.pids.end(), pid) == window.pids.end())
+        if (std::find(window.pids.begin(), window.pids.end(), pid) == window.pids.end()) {
             window.pids.push_back(pid);
+            auto known = std::find_if(processes_.begin(), processes_.end(),
+                                      [&](const ProcessInfo& p) { return p.pid == pid; });
+            if (known != processes_.end()) window.aggregator.process(*known);
+        }
+        window.aggregator.thread(thread, threads_[thread]);
     }
     Sample moved = sample;
     moved.key = projector_.key(sample.key);

@@ -27,6 +27,7 @@ enum Tag : std::uint8_t {
     kReset = 0x06,
     kFinish = 0x07,
     kBuildId = 0x08, // format 2
+    kProcess = 0x09, // format 3
     kSample = 0x80,  // | flags below
 };
 

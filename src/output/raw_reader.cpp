@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <optional>
+#include <unordered_set>
 
 #include "raw_codec.hpp"
 #include <fmt/format.h>
@@ -35,8 +37,8 @@ std::size_t read_fully(std::FILE* file, void* into, std::size_t n) {
 
 // What a block's records do, kept until the whole block checks out.
 struct Event {
-    enum Kind : std::uint8_t { thread_event, sample_event, finish_event } kind;
-    std::uint32_t index = 0;
+    enum Kind : std::uint8_t { thread_event, sample_event, finish_event, process_event } kind;
+    std::uint32_t index = 0; // a thread's; a process's in Decoder::processes
     model::ThreadInfo info;
     model::Sample sample;
 };
@@ -58,6 +60,7 @@ struct Decoder {
     std::vector<model::FrameId> scratch;
     model::RecordingTotals totals;
     bool finished = false;
+    std::vector<model::ProcessInfo> processes; // the block's process records (events refer)
 
     void reset_ids() {
         strings.assign(1, frames.strings().intern(""));
@@ -79,6 +82,7 @@ bool decode_records(Decoder& d, std::string_view bytes, std::vector<Event>& even
     const std::int64_t previous_thread = d.thread;
     std::optional<Decoder> before_reset;
     raw::Cursor in(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+    d.processes.clear();
     auto give_up = [&] {
         if (before_reset) {
             d.strings = std::move(before_reset->strings);
@@ -96,6 +100,7 @@ bool decode_records(Decoder& d, std::string_view bytes, std::vector<Event>& even
         d.weight_ns = weight_ns;
         d.thread = previous_thread;
         d.finished = false;
+        d.processes.clear();
         events.clear();
         return false;
     };
@@ -211,6 +216,19 @@ bool decode_records(Decoder& d, std::string_view bytes, std::vector<Event>& even
             d.threads = std::max(d.threads, index + 1);
             if (d.last_stack.size() < d.threads) d.last_stack.resize(d.threads, kUnset);
             events.push_back(std::move(event));
+            break;
+        }
+        case raw::kProcess: {
+            model::ProcessInfo process;
+            std::uint64_t pid = in.varint();
+            process.python_version = std::string(in.string());
+            process.interpreter = std::string(in.string());
+            constexpr auto kMaxPid = static_cast<std::uint64_t>(std::numeric_limits<pid_t>::max());
+            if (d.version < 3 || !in.ok() || pid > kMaxPid) return give_up();
+            process.pid = static_cast<pid_t>(pid);
+            events.push_back(
+                {Event::process_event, static_cast<std::uint32_t>(d.processes.size()), {}, {}});
+            d.processes.push_back(std::move(process));
             break;
         }
         case raw::kReset:
@@ -337,8 +355,8 @@ Result<void> RawReader::read_headers(const std::string& name) {
 
 RawReadStatus RawReader::replay(model::SampleSink& sink) {
     RawReadStatus status;
-    Decoder d{frames_, stacks_, header_.format_version, {}, {}, {}, {}, {}, 0, 0, 0, -1, {},
-              {},      false};
+    Decoder d{frames_, stacks_, header_.format_version, {}, {}, {}, {}, {}, 0, 0, 0, -1, {}, {},
+              false,   {}};
     d.reset_ids();
     ZSTD_DCtx* zstd = ZSTD_createDCtx();
     std::fseek(file_, static_cast<long>(data_offset_), SEEK_SET);
@@ -348,6 +366,10 @@ RawReadStatus RawReader::replay(model::SampleSink& sink) {
     std::string payload, decoded;
     std::vector<Event> events;
     std::vector<model::ThreadInfo> threads;
+    // For a cut file's totals: the pids in the order they came, the first process's version.
+    std::vector<pid_t> pids;
+    std::unordered_set<pid_t> seen_pids;
+    std::optional<std::string> first_version;
     for (;;) {
         unsigned char head[raw::kBlockHeaderSize];
         std::size_t got = read_fully(file_, head, sizeof head);
@@ -428,7 +450,12 @@ RawReadStatus RawReader::replay(model::SampleSink& sink) {
             break;
         }
         for (const Event& event : events) {
-            if (event.kind == Event::thread_event) {
+            if (event.kind == Event::process_event) {
+                const model::ProcessInfo& process = d.processes[event.index];
+                if (!first_version) first_version = process.python_version;
+                if (seen_pids.insert(process.pid).second) pids.push_back(process.pid);
+                sink.process(process);
+            } else if (event.kind == Event::thread_event) {
                 if (threads.size() <= event.index) threads.resize(event.index + 1);
                 threads[event.index] = event.info;
                 sink.thread(event.index, event.info);
@@ -457,11 +484,12 @@ RawReadStatus RawReader::replay(model::SampleSink& sink) {
         t.end = model::RecordingEnd::stopped;
         t.elapsed_ns = status.last_time_ns;
         t.samples = status.samples;
-        t.found_interpreter = !threads.empty();
+        t.found_interpreter = !threads.empty() || first_version.has_value();
+        // The first process's version, as the end record would have said (format 3).
+        t.python_version = first_version.value_or("");
         for (const model::ThreadInfo& thread : threads)
-            if (thread.pid != 0 &&
-                std::find(t.pids.begin(), t.pids.end(), thread.pid) == t.pids.end())
-                t.pids.push_back(thread.pid);
+            if (thread.pid != 0 && seen_pids.insert(thread.pid).second) pids.push_back(thread.pid);
+        t.pids = std::move(pids);
     }
     sink.finish(d.totals);
     return status;

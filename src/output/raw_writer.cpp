@@ -201,6 +201,15 @@ void RawWriter::flush_block() {
     s.records.clear();
 }
 
+void RawWriter::process(const model::ProcessInfo& info) {
+    if (header_.format_version < 3) return; // (a writer of an older version, for tests)
+    Impl& s = *impl_;
+    s.records.push_back(static_cast<char>(raw::kProcess));
+    raw::put_varint(s.records, static_cast<std::uint64_t>(info.pid));
+    raw::put_string(s.records, info.python_version);
+    raw::put_string(s.records, info.interpreter);
+}
+
 void RawWriter::thread(std::uint32_t index, const model::ThreadInfo& info) {
     Impl& s = *impl_;
     s.records.push_back(static_cast<char>(raw::kThread));

@@ -120,8 +120,12 @@ void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawF
     ProcessEntry* process = process_entry(capture.process);
     if (process == nullptr) return; // not registered: a programming error, nothing to show
     switch (capture.kind) {
-    case CaptureKind::process_added:
+    case CaptureKind::process_added: {
+        // Before any of its threads: the captures of a process come after this event.
+        const python::TargetInfo& target = process->context->target;
+        sink_.process({target.pid, target.version.to_string(), target.python_binary});
         return;
+    }
     case CaptureKind::process_retired:
         if (process->stacks) add(retired_stats_, process->stacks->stats());
         if (process->native) add(retired_native_, process->native->stats());

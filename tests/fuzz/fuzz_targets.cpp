@@ -284,7 +284,9 @@ void debug_offsets(std::span<const std::uint8_t> data) {
 // A raw recording's reader, on a real file cut and edited: the input picks where in the last
 // blocks the file is cut, which bytes change, and whether the changed block's checksum is put
 // right (so that edited zstd data and edited records reach the decoders); or the input is one
-// stored (uncompressed) record block of its own. Every outcome must be a status, never a crash.
+// stored (uncompressed) record block of its own, half the time behind a process record's tag
+// (its pid and strings from the input). The fixture's second process record is in its last
+// blocks. Every outcome must be a status, never a crash.
 void raw_recording(std::span<const std::uint8_t> data) {
     static const spyglass::rawtest::RawFixture fixture =
         spyglass::rawtest::make_raw_recording(900, true, 3, 40'000'000);
@@ -309,7 +311,8 @@ void raw_recording(std::span<const std::uint8_t> data) {
         // Header and info block of the fixture, then the input as one stored record block.
         bytes = fixture.bytes.substr(0, blocks[1]);
         std::size_t at = bytes.size();
-        std::uint32_t size = static_cast<std::uint32_t>(data.size() - 1);
+        const bool process = data[0] % 8 == 4;
+        std::uint32_t size = static_cast<std::uint32_t>(data.size() - 1 + (process ? 1 : 0));
         bytes.push_back(2); // records
         bytes.push_back(0); // stored
         bytes.append(2, '\0');
@@ -317,7 +320,8 @@ void raw_recording(std::span<const std::uint8_t> data) {
             for (int i = 0; i < 4; ++i)
                 bytes.push_back(static_cast<char>((size >> (8 * i)) & 0xff));
         bytes.append(4, '\0');
-        bytes.append(reinterpret_cast<const char*>(data.data() + 1), size);
+        if (process) bytes.push_back(0x09); // the process record's tag (raw_codec.hpp)
+        bytes.append(reinterpret_cast<const char*>(data.data() + 1), data.size() - 1);
         set_crc(at);
     } else {
         std::size_t first = blocks[blocks.size() - 4];

@@ -1,7 +1,8 @@
 """The raw recording and `spyglass report`: a raw file renders to the same output as the
 direct recording of the same capture (byte for byte), --from/--to and --thread slices are
 exact, --summary, a file cut by SIGKILL is read up to its last whole block (and report says
-so), a newer format version and a file that is not a recording are refused."""
+so, and its summary still names the target's Python), a newer format version and a file that
+is not a recording are refused."""
 import os
 import re
 import signal
@@ -156,6 +157,8 @@ class RawTests(unittest.TestCase):
         self.assertIn("sleeper", out)
         self.assertIn("spin (", out)
         self.assertRegex(out, r"samples:\s+[\d,]+\n")
+        self.assertRegex(out, r"processes: 1\n\s+%d\s+Python \d\.\d+\.\d+\s+/\S+\n"
+                         % target.pid)
 
     def test_a_killed_recording_reads_up_to_its_last_block(self):
         d = workdir("killed")
@@ -182,6 +185,16 @@ class RawTests(unittest.TestCase):
         self.assertIn("was cut short", result.stderr)
         self.assertRegex(result.stderr, r"read [\d,]+ samples up to \d+\.\d s")
         self.assertGreater(sum(folded(out).values()), 100)
+        # No end record, and still the target's process and its Python version, from the
+        # process record written when the target started being sampled.
+        version = subprocess.run(
+            [self.python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+            stdout=subprocess.PIPE, encoding="utf-8", timeout=harness.TIMEOUT).stdout.strip()
+        summary = self.report(raw, "--summary").stdout
+        self.assertIn("(the file was cut", summary)
+        self.assertRegex(summary, r"processes: 1\n\s+%d\s+Python %s\s+/\S+\n"
+                         % (target.pid, re.escape(version)))
+        self.assertIn(", Python %s\n" % version, summary)
 
     @staticmethod
     def blocks(path):
@@ -207,7 +220,7 @@ class RawTests(unittest.TestCase):
                         raw)
         with open(raw, "rb") as f:
             data = bytearray(f.read())
-        data[8:10] = struct.pack("<H", 3)
+        data[8:10] = struct.pack("<H", 4)
         data[12:16] = struct.pack("<I", zlib.crc32(bytes(data[:12])))
         newer = os.path.join(d, "newer.sgr")
         with open(newer, "wb") as f:
@@ -215,7 +228,8 @@ class RawTests(unittest.TestCase):
         out = os.path.join(d, "out.svg")
         result = self.report(newer, "-o", out, ok=False)
         self.assertEqual(result.returncode, 1)
-        self.assertIn("format version 3, newer than this spyglass reads", result.stderr)
+        self.assertIn("format version 4, newer than this spyglass reads (version 3)",
+                      result.stderr)
         self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
         self.assertFalse(os.path.exists(out))
         result = self.report(os.path.join(d, "x.txt"), "-o", out, ok=False)

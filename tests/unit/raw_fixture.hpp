@@ -1,8 +1,8 @@
 // A synthetic recording written as a raw file, for the raw format's unit tests and fuzz
-// target: threads (one renamed), stacks that change and repeat, waits, torn and truncated
-// samples, CPU times and weights that vary, and a table reset in the middle. Each sample is
-// also described as text through the tables of the moment, so that what a reader replays can
-// be compared without trusting ids.
+// target: two processes (the second starts late), threads (one renamed), stacks that change
+// and repeat, waits, torn and truncated samples, CPU times and weights that vary, and a table reset
+// in the middle. Each sample is also described as text through the tables of the moment, so that
+// what a reader replays can be compared without trusting ids.
 #pragma once
 
 #include <cstdio>
@@ -52,6 +52,11 @@ class Transcript final : public model::SampleSink {
     void start(const model::RecordingInfo& info) override {
         lines.push_back(fmt::format("start {} {}", info.rate_hz, info.start_unix_ns));
     }
+    void process(const model::ProcessInfo& info) override {
+        lines.push_back(
+            fmt::format("process {} {} {}", info.pid, info.python_version, info.interpreter));
+        processes.push_back(info);
+    }
     void thread(std::uint32_t index, const model::ThreadInfo& info) override {
         lines.push_back(fmt::format("thread {} {} {} {} {}", index, info.pid, info.tid,
                                     info.thread_id, info.name));
@@ -70,6 +75,7 @@ class Transcript final : public model::SampleSink {
         totals = t;
     }
     std::vector<std::string> lines;
+    std::vector<model::ProcessInfo> processes;
     std::size_t samples = 0;
     bool finished = false;
     bool last_only = false;
@@ -89,7 +95,9 @@ struct RawFixture {
 
 // Writes `count` samples (a reset after half of them when `reset`), a pass of three threads
 // every `pass_ns` (blocks close every second of recording: a long pass makes small blocks), in
-// format `version` (native frames with their modules and build-ids from version 2).
+// format `version` (native frames with their modules and build-ids from version 2, process
+// records from version 3). A second process with a thread of its own starts after five sixths
+// of the samples, its process record in one of the last blocks.
 inline RawFixture make_raw_recording(std::size_t count = 4000, bool reset = true, unsigned seed = 7,
                                      std::uint64_t pass_ns = 1'000'000,
                                      std::uint16_t version = output::kRawFormatVersion) {
@@ -117,6 +125,13 @@ inline RawFixture make_raw_recording(std::size_t count = 4000, bool reset = true
         fixture.lines.push_back(
             fmt::format("thread {} {} {} {} {}", index, t.pid, t.tid, t.thread_id, t.name));
     };
+    auto process = [&](model::ProcessInfo p) {
+        writer.process(p);
+        if (version >= 3)
+            fixture.lines.push_back(
+                fmt::format("process {} {} {}", p.pid, p.python_version, p.interpreter));
+    };
+    process({4242, "3.12.1", "/usr/bin/python3.12"});
     thread(0, {4242, 4242, 1, "MainThread"});
     thread(1, {4242, 4243, 2, "python3"});
     thread(2, {4242, 4244, 3, "worker-2"});
@@ -124,6 +139,8 @@ inline RawFixture make_raw_recording(std::size_t count = 4000, bool reset = true
     std::vector<model::StackId> known;
     std::uint64_t time = 0;
     std::vector<model::StackId> last(3, 0);
+    std::uint32_t threads = 3, t = 2;
+    std::vector<pid_t> pids{4242};
     for (std::size_t i = 0; i < count; ++i) {
         if (reset && i == count / 2) {
             frames.clear();
@@ -133,7 +150,15 @@ inline RawFixture make_raw_recording(std::size_t count = 4000, bool reset = true
             std::fill(last.begin(), last.end(), 0);
         }
         if (i == 300) thread(1, {4242, 4243, 2, "worker-1"}); // named by threading a bit later
-        const auto t = static_cast<std::uint32_t>(i % 3);
+        if (i == count * 5 / 6 && i != 0) {
+            // A subprocess of another Python (--subprocesses), from the next pass on.
+            process({4250, "3.11.9", "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0"});
+            thread(3, {4250, 4250, 7, "MainThread"});
+            pids.push_back(4250);
+            threads = 4;
+            last.resize(4, 0);
+        }
+        t = (t + 1) % threads;
         if (t == 0) time += pass_ns + random() % 3 * 1000; // a pass
         model::Sample s;
         s.key.thread = t;
@@ -183,7 +208,7 @@ inline RawFixture make_raw_recording(std::size_t count = 4000, bool reset = true
     totals.elapsed_ns = time + 1'000'000;
     totals.samples = fixture.samples;
     totals.python_version = "3.12.1";
-    totals.pids = {4242};
+    totals.pids = pids;
     writer.finish(totals);
     opened->reset();
     std::ifstream in(path, std::ios::binary);

@@ -1,7 +1,10 @@
-// The raw format: what is written is what a reader replays (samples, threads, totals, through
-// a table reset), a file cut at any byte of its last blocks reads up to its last whole block,
-// a damaged block stops the reading there, a newer version is refused, and repeated samples
-// cost a couple of bytes.
+// The raw format: what is written is what a reader replays (processes, samples, threads,
+// totals, through a table reset), a file cut at any byte of its last blocks reads up to its last
+// whole block and still names its processes' Python versions, a damaged block stops the reading
+// there, versions 1 and 2 are read, a newer version is refused, and repeated samples cost a
+// couple of bytes.
+#include <algorithm>
+
 #include "raw_fixture.hpp"
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -55,6 +58,124 @@ TEST(RawFormat, ReplaysWhatWasWrittenThroughAReset) {
     EXPECT_EQ(transcript.totals.end, model::RecordingEnd::duration);
 }
 
+// A stored record block holding `records`, its checksum right.
+std::string stored_block(const std::string& records) {
+    std::string block;
+    block.push_back(2); // records
+    block.push_back(0); // stored
+    block.append(2, '\0');
+    for (int k = 0; k < 2; ++k)
+        for (int i = 0; i < 4; ++i)
+            block.push_back(static_cast<char>((records.size() >> (8 * i)) & 0xff));
+    std::uint32_t crc = static_cast<std::uint32_t>(
+        crc32(crc32(0L, reinterpret_cast<const Bytef*>(block.data()), 12),
+              reinterpret_cast<const Bytef*>(records.data()), static_cast<uInt>(records.size())));
+    for (int i = 0; i < 4; ++i)
+        block.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
+    return block + records;
+}
+
+// The file up to the start of its last block: the end record cut off, as SIGKILL would.
+std::string without_last_block(const std::string& bytes) {
+    std::vector<std::size_t> blocks = raw_block_offsets(bytes);
+    return bytes.substr(0, blocks[blocks.size() - 2]);
+}
+
+TEST(RawFormat, ProcessesComeBeforeTheirThreadsAndSamples) {
+    auto fixture = make_raw_recording(3000, true, 11, 40'000'000);
+    auto read = replay(fixture.bytes);
+    ASSERT_TRUE(read);
+    EXPECT_TRUE(read->status.complete) << read->status.problem;
+    const Transcript& t = read->transcript;
+    ASSERT_EQ(t.processes.size(), 2u);
+    EXPECT_EQ(t.processes[0].pid, 4242);
+    EXPECT_EQ(t.processes[0].python_version, "3.12.1");
+    EXPECT_EQ(t.processes[0].interpreter, "/usr/bin/python3.12");
+    EXPECT_EQ(t.processes[1].pid, 4250);
+    EXPECT_EQ(t.processes[1].python_version, "3.11.9");
+    EXPECT_EQ(t.processes[1].interpreter, "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0");
+    // In the order written: each process before its first thread, and that before its samples.
+    EXPECT_EQ(t.lines, fixture.lines);
+    auto at = [&](const std::string& prefix) {
+        return std::find_if(t.lines.begin(), t.lines.end(),
+                            [&](const std::string& l) { return l.rfind(prefix, 0) == 0; }) -
+               t.lines.begin();
+    };
+    EXPECT_EQ(at("process 4242 "), 1);
+    EXPECT_LT(at("process 4250 "), at("thread 3 4250 "));
+    EXPECT_LT(at("thread 3 4250 "), at("t3 "));
+    EXPECT_LT(at("t3 "), static_cast<std::ptrdiff_t>(t.lines.size()));
+    // The end record is as before: the first process's version, every pid.
+    EXPECT_EQ(t.totals.python_version, "3.12.1");
+    EXPECT_EQ(t.totals.pids, (std::vector<pid_t>{4242, 4250}));
+}
+
+TEST(RawFormat, AFileCutBeforeItsEndStillNamesItsProcessesPythonVersions) {
+    auto fixture = make_raw_recording(3000, true, 11, 40'000'000);
+    std::string cut = without_last_block(fixture.bytes);
+    auto reader = output::RawReader::from_memory(cut);
+    ASSERT_TRUE(reader) << reader.error().message;
+    // Through the aggregator, as report --summary reads it.
+    model::Aggregator aggregator((*reader)->frames(), (*reader)->stacks(), false);
+    output::RawReadStatus status = (*reader)->replay(aggregator);
+    EXPECT_FALSE(status.complete);
+    EXPECT_FALSE(status.damaged);
+    model::Profile profile = aggregator.profile({});
+    ASSERT_EQ(profile.processes.size(), 2u);
+    EXPECT_EQ(profile.processes[0].python_version, "3.12.1");
+    EXPECT_EQ(profile.processes[1].python_version, "3.11.9");
+    EXPECT_EQ(profile.processes[1].interpreter, "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0");
+    // The totals made for a cut file say what the end record would have.
+    EXPECT_EQ(profile.totals.python_version, "3.12.1");
+    EXPECT_EQ(profile.totals.pids, (std::vector<pid_t>{4242, 4250}));
+    EXPECT_TRUE(profile.totals.found_interpreter);
+    // Cut in the first record block, after the first process record: still named.
+    std::vector<std::size_t> blocks = raw_block_offsets(fixture.bytes);
+    auto early = replay(fixture.bytes.substr(0, blocks[2] + 20));
+    ASSERT_TRUE(early);
+    EXPECT_EQ(early->status.blocks, 1u);
+    ASSERT_EQ(early->transcript.processes.size(), 1u);
+    EXPECT_EQ(early->transcript.totals.python_version, "3.12.1");
+    EXPECT_EQ(early->transcript.totals.pids, (std::vector<pid_t>{4242}));
+}
+
+TEST(RawFormat, AProcessRecordIsReadFromVersion3Only) {
+    // A process record: pid 77, its version, its interpreter; after the blocks of a cut file.
+    std::string record = "\x09";
+    record += static_cast<char>(77);
+    record += "\x06"
+              "3.13.0"
+              "\x0a"
+              "/bin/py313";
+    const std::string cut = without_last_block(make_raw_recording(600, false, 7, 40'000'000).bytes);
+    auto before = replay(cut);
+    ASSERT_TRUE(before);
+    ASSERT_FALSE(before->transcript.processes.empty());
+    auto v3 = replay(cut + stored_block(record));
+    ASSERT_TRUE(v3);
+    EXPECT_FALSE(v3->status.damaged) << v3->status.problem;
+    EXPECT_EQ(v3->status.blocks, before->status.blocks + 1);
+    ASSERT_EQ(v3->transcript.processes.size(), before->transcript.processes.size() + 1);
+    EXPECT_EQ(v3->transcript.processes.back().pid, 77);
+    EXPECT_EQ(v3->transcript.processes.back().python_version, "3.13.0");
+    EXPECT_EQ(v3->transcript.processes.back().interpreter, "/bin/py313");
+    // In a version 2 file the tag means nothing: the block is damaged, not guessed at.
+    const std::string cut2 =
+        without_last_block(make_raw_recording(600, false, 7, 40'000'000, 2).bytes);
+    auto v2 = replay(cut2 + stored_block(record));
+    ASSERT_TRUE(v2);
+    EXPECT_TRUE(v2->status.damaged);
+    EXPECT_EQ(v2->status.good_bytes, cut2.size());
+    EXPECT_TRUE(v2->transcript.processes.empty());
+    // A pid no process can have is damage too.
+    std::string huge = "\x09\xff\xff\xff\xff\x0f";
+    huge.append(2, '\0'); // two empty strings
+    auto bad = replay(cut + stored_block(huge));
+    ASSERT_TRUE(bad);
+    EXPECT_TRUE(bad->status.damaged);
+    EXPECT_EQ(bad->transcript.processes.size(), before->transcript.processes.size());
+}
+
 TEST(RawFormat, NativeFramesKeepTheirModulesAndBuildIds) {
     auto fixture = make_raw_recording(2000, true);
     std::size_t with_id = 0, without_id = 0;
@@ -82,6 +203,26 @@ TEST(RawFormat, Version1FilesAreStillRead) {
     output::RawReadStatus status = (*reader)->replay(transcript);
     EXPECT_TRUE(status.complete) << status.problem;
     EXPECT_EQ(transcript.lines, fixture.lines);
+}
+
+TEST(RawFormat, Version2FilesAreStillRead) {
+    auto fixture = make_raw_recording(3000, true, 11, 40'000'000, 2);
+    ASSERT_FALSE(fixture.bytes.empty());
+    EXPECT_EQ(static_cast<unsigned char>(fixture.bytes[8]), 2);
+    auto read = replay(fixture.bytes);
+    ASSERT_TRUE(read);
+    EXPECT_TRUE(read->status.complete) << read->status.problem;
+    EXPECT_EQ(read->transcript.lines, fixture.lines); // native modules and build-ids included
+    // No process records: the Python version is the end record's, as version 2 had it.
+    EXPECT_TRUE(read->transcript.processes.empty());
+    EXPECT_EQ(read->transcript.totals.python_version, "3.12.1");
+    // Cut before its end, a version 2 file cannot say which Python it sampled.
+    auto cut = replay(without_last_block(fixture.bytes));
+    ASSERT_TRUE(cut);
+    EXPECT_FALSE(cut->status.complete);
+    EXPECT_FALSE(cut->status.damaged) << cut->status.problem;
+    EXPECT_EQ(cut->transcript.totals.python_version, "");
+    EXPECT_EQ(cut->transcript.totals.pids, (std::vector<pid_t>{4242, 4250}));
 }
 
 TEST(RawFormat, ReplayingTwiceGivesTheSameIds) {
@@ -121,7 +262,8 @@ TEST(RawFormat, CutAtEveryByteOfTheLastBlocksReadsUpToTheLastWholeBlock) {
     EXPECT_EQ(samples_at.back(), fixture.samples);
     std::vector<std::string> sample_lines;
     for (const std::string& line : fixture.lines)
-        if (line.rfind("start ", 0) != 0 && line.rfind("thread ", 0) != 0)
+        if (line.rfind("start ", 0) != 0 && line.rfind("thread ", 0) != 0 &&
+            line.rfind("process ", 0) != 0)
             sample_lines.push_back(line);
     // Every cut inside the last three blocks: the blocks before it, whole, and nothing else.
     std::size_t first = blocks[blocks.size() - 4];
@@ -169,7 +311,7 @@ TEST(RawFormat, ADamagedBlockStopsTheReadingThere) {
 TEST(RawFormat, ANewerVersionIsRefusedNotMisread) {
     auto fixture = make_raw_recording(100, false);
     std::string bytes = fixture.bytes;
-    bytes[8] = 3; // version 3
+    bytes[8] = 4; // version 4
     // The header's own checksum is right: the version is what is refused.
     std::uint32_t crc =
         static_cast<std::uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), 12));
@@ -177,7 +319,8 @@ TEST(RawFormat, ANewerVersionIsRefusedNotMisread) {
         bytes[12 + static_cast<std::size_t>(i)] = static_cast<char>((crc >> (8 * i)) & 0xff);
     auto reader = output::RawReader::from_memory(bytes);
     ASSERT_FALSE(reader);
-    EXPECT_NE(reader.error().message.find("format version 3, newer than this spyglass reads"),
+    EXPECT_NE(reader.error().message.find("format version 4, newer than this spyglass reads "
+                                          "(version 3)"),
               std::string::npos)
         << reader.error().message;
     auto other = output::RawReader::from_memory("digraph { a -> b }");

@@ -1,6 +1,7 @@
 // The model pieces of continuous recording: windows cut at their boundaries with their own
 // tables (the session's may be emptied under them), a flush request snapshots the window, the
-// last window is partial; slices and thread selections; --function / --nolineno as a projection.
+// last window is partial, each window knows its processes; slices and thread selections;
+// --function / --nolineno as a projection.
 #include <atomic>
 
 #include <gtest/gtest.h>
@@ -148,6 +149,58 @@ TEST(WindowCutter, AFlushRequestSnapshotsTheWindowSoFar) {
     cutter.finish(totals);
     ASSERT_EQ(done.size(), 1u);
     EXPECT_EQ(done[0]->samples, 15u); // the window went on after the snapshot
+}
+
+TEST(WindowCutter, EachWindowIsToldOfTheProcessesItHasSamplesOf) {
+    Tables t;
+    std::vector<std::unique_ptr<model::Window>> done;
+    model::WindowCutter cutter(
+        t.frames, t.stacks, kSecond, {}, false,
+        [&](std::unique_ptr<model::Window> w) { done.push_back(std::move(w)); });
+    cutter.start({});
+    cutter.process({7, "3.12.1", "/usr/bin/python3.12"});
+    cutter.thread(0, {7, 7, 1, "main"});
+    model::StackId a = t.stack("a", 1, 1);
+    cutter.sample(at(100, 0, a));
+    cutter.process({9, "3.11.2", "/usr/lib/libpython3.11.so.1.0"}); // a subprocess, later
+    cutter.thread(1, {9, 9, 1, "main"});
+    cutter.sample(at(kSecond + 100, 0, a));
+    cutter.sample(at(kSecond + 200, 1, a));
+    cutter.sample(at(2 * kSecond + 100, 1, a));
+    model::RecordingTotals totals;
+    totals.elapsed_ns = 3 * kSecond;
+    totals.python_version = "3.12.1";
+    cutter.finish(totals);
+    ASSERT_EQ(done.size(), 3u);
+    auto pids = [&](std::size_t k) {
+        std::vector<pid_t> out;
+        for (const model::ProcessInfo& p : done[k]->profile({}).processes)
+            out.push_back(p.pid);
+        return out;
+    };
+    EXPECT_EQ(pids(0), std::vector<pid_t>{7});
+    EXPECT_EQ(pids(1), (std::vector<pid_t>{7, 9}));
+    EXPECT_EQ(pids(2), std::vector<pid_t>{9});
+    EXPECT_EQ(done[2]->profile({}).processes[0].python_version, "3.11.2");
+    // A window that ended before the recording did knows the Python version too.
+    EXPECT_EQ(done[0]->totals.python_version, "3.12.1");
+}
+
+TEST(SelectingSink, ProcessesLeftOutByPidAreNotForwarded) {
+    Tables t;
+    model::Aggregator aggregator(t.frames, t.stacks, false);
+    model::Selection selection;
+    selection.pids = {9};
+    model::SelectingSink select(selection, {}, aggregator);
+    select.process({7, "3.12.1", "/usr/bin/python3.12"});
+    select.process({9, "3.11.2", "/usr/bin/python3.11"});
+    model::Profile p = aggregator.profile({});
+    ASSERT_EQ(p.processes.size(), 1u);
+    EXPECT_EQ(p.processes[0].pid, 9);
+    model::Aggregator all(t.frames, t.stacks, false);
+    model::SelectingSink everything({}, {}, all);
+    everything.process({7, "3.12.1", "/usr/bin/python3.12"});
+    EXPECT_EQ(all.profile({}).processes.size(), 1u);
 }
 
 TEST(SelectingSink, SlicesAreHalfOpenAndThreadsMatchAnyNameTheyHad) {

@@ -15,6 +15,7 @@ class Aggregator final : public SampleSink {
     Aggregator(const FrameTable& frames, const StackTable& stacks, bool keep_timeline);
 
     void start(const RecordingInfo& info) override { info_ = info; }
+    void process(const ProcessInfo& info) override { processes_.push_back(info); }
     void thread(std::uint32_t index, const ThreadInfo& info) override;
     void sample(const Sample& sample) override;
     void finish(const RecordingTotals& totals) override { totals_ = totals; }
@@ -35,6 +36,7 @@ class Aggregator final : public SampleSink {
     bool keep_timeline_;
     RecordingInfo info_;
     RecordingTotals totals_;
+    std::vector<ProcessInfo> processes_;
     std::vector<ThreadInfo> threads_;
     std::unordered_map<SampleKey, Totals, SampleKeyHash> totals_by_key_;
     std::vector<TimelineEntry> timeline_;

@@ -45,6 +45,7 @@ struct DisplayOptions {
 struct Profile {
     const FrameTable* frames = nullptr;
     const StackTable* stacks = nullptr;
+    std::vector<ProcessInfo> processes; // in the order they were first sampled
     std::vector<ThreadInfo> threads;
     std::vector<AggregatedSample> samples;
     std::vector<TimelineEntry> timeline; // empty unless it was asked for (speedscope)

@@ -67,6 +67,7 @@ class ProjectingSink final : public SampleSink {
     void forward_to(SampleSink& sink) noexcept { next_ = &sink; }
 
     void start(const RecordingInfo& info) override { next_->start(info); }
+    void process(const ProcessInfo& info) override { next_->process(info); }
     void thread(std::uint32_t index, const ThreadInfo& info) override {
         next_->thread(index, info);
     }

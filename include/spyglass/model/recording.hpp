@@ -25,6 +25,14 @@ struct ThreadInfo {
     std::string name;            // threading.Thread.name, else the OS thread name
 };
 
+// A process that starts being sampled (SampleSink::process): what its interpreter is.
+struct ProcessInfo {
+    pid_t pid = 0;
+    std::string python_version; // "3.12.1" (micro 0 when discovery knew only the minor)
+    std::string interpreter;    // the ELF object holding it, as the target maps it: the
+                                // executable, or the libpython it loaded
+};
+
 // The start event: fixed for the whole recording.
 struct RecordingInfo {
     std::vector<std::string> command; // the launched command, or the target's command line

@@ -48,11 +48,15 @@ struct Sample {
 };
 
 // Where samples go: the aggregator behind the file formats, the top view. All calls come from
-// one thread (the resolver's), in this order: start, then threads and samples, then finish.
+// one thread (the resolver's), in this order: start, then processes, threads and samples, then
+// finish.
 class SampleSink {
   public:
     virtual ~SampleSink() = default;
     virtual void start(const RecordingInfo&) {}
+    // A process starts being sampled: sent before any of its threads and samples (again for a
+    // process that exec'd and is sampled anew).
+    virtual void process(const ProcessInfo& /*info*/) {}
     // A thread seen for the first time, or renamed: `index` is what later samples refer to.
     virtual void thread(std::uint32_t index, const ThreadInfo& info) = 0;
     virtual void sample(const Sample& sample) = 0;

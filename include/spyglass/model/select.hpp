@@ -33,6 +33,8 @@ class SelectingSink final : public SampleSink {
                   SampleSink& next);
 
     void start(const RecordingInfo& info) override { next_.start(info); }
+    // Forwarded unless --pid leaves the process out.
+    void process(const ProcessInfo& info) override;
     void thread(std::uint32_t index, const ThreadInfo& info) override;
     void sample(const Sample& sample) override;
     void advance(std::uint64_t time_ns) override { next_.advance(time_ns); }

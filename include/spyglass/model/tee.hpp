@@ -17,6 +17,10 @@ class TeeSink final : public SampleSink {
         for (SampleSink* sink : sinks_)
             sink->start(info);
     }
+    void process(const ProcessInfo& info) override {
+        for (SampleSink* sink : sinks_)
+            sink->process(info);
+    }
     void thread(std::uint32_t index, const ThreadInfo& info) override {
         for (SampleSink* sink : sinks_)
             sink->thread(index, info);

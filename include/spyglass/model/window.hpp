@@ -49,6 +49,8 @@ class WindowCutter final : public SampleSink {
                  const std::atomic<int>* flush_requests = nullptr, Snapshot snapshot = {});
 
     void start(const RecordingInfo& info) override;
+    // Each window is told of the processes it has samples of, before their first.
+    void process(const ProcessInfo& info) override;
     void thread(std::uint32_t index, const ThreadInfo& info) override;
     void sample(const Sample& sample) override;
     void advance(std::uint64_t time_ns) override;
@@ -73,6 +75,7 @@ class WindowCutter final : public SampleSink {
     Snapshot snapshot_;
     int flushes_seen_ = 0;
     RecordingInfo info_;
+    std::vector<ProcessInfo> processes_; // the latest of each pid
     std::vector<ThreadInfo> threads_;
     std::vector<std::uint64_t> announced_; // per thread: 1 + the window it was last given to
     std::unique_ptr<Window> current_;

@@ -21,8 +21,10 @@ namespace spyglass::output {
 
 // The version this spyglass writes and the newest it reads. A file of a newer version is
 // refused, never guessed at.
-// Version 2 added a native frame's module and the modules' build-ids; version 1 files are read.
-inline constexpr std::uint16_t kRawFormatVersion = 2;
+// Version 2 added a native frame's module and the modules' build-ids, version 3 the process
+// record (each process's Python version, also in a file cut before its end); versions 1 and 2
+// are read.
+inline constexpr std::uint16_t kRawFormatVersion = 3;
 
 // What a raw file says about itself besides the recording's start event.
 struct RawHeader {
@@ -47,6 +49,7 @@ class RawWriter final : public model::SampleSink {
     RawWriter& operator=(const RawWriter&) = delete;
 
     void start(const model::RecordingInfo& info) override;
+    void process(const model::ProcessInfo& info) override;
     void thread(std::uint32_t index, const model::ThreadInfo& info) override;
     void sample(const model::Sample& sample) override;
     void advance(std::uint64_t time_ns) override;
