@@ -74,7 +74,9 @@ class RightStacks(harness.InterpreterCase):
         stacks = parse_folded(out)
         whole, marked, cut = classify(stacks)
         self.assertEqual(cut, 0, [s for s in stacks if not s[0][0].startswith("<module>")])
-        self.assertLessEqual(marked, 0.01 * (whole + marked), (whole, marked))
+        # The goal: at most 0.1% marked (measured: none of about 2,000 in any of 3 runs per
+        # version, on 2 cores at a load average of 8).
+        self.assertLessEqual(marked, 0.001 * (whole + marked), (whole, marked))
         functions = {function_of(x) for f, _ in stacks for x in f}
         self.assertTrue({"squares", "work"} <= functions, functions)
         self.assertTrue(functions & {"<genexpr>", "work.<locals>.<genexpr>"}, functions)
@@ -87,7 +89,7 @@ class RightStacks(harness.InterpreterCase):
             result = self.record(target, out, "--rate", 1000, "--duration", 2)
             whole, marked, cut = classify(parse_folded(out))
             self.assertEqual(cut, 0)
-            self.assertLessEqual(marked, 0.01 * (whole + marked), result.stderr)
+            self.assertLessEqual(marked, 0.001 * (whole + marked), result.stderr)
             result = self.record(target, out, "--rate", 200, "--duration", 1, "--blocking")
             whole, marked, cut = classify(parse_folded(out))
             self.assertEqual((marked, cut), (0, 0), result.stderr)
