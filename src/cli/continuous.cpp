@@ -247,7 +247,7 @@ bool RecordExtras::finish(double recording_s) {
         // A dead backend may hold the last windows: wait for them one request's time at most.
         PushStats stats = pusher_->stop(options_.push_timeout + 1);
         std::fprintf(stderr, "spyglass: push: %s sent to %s; %s failed, %s dropped (%s attempts)\n",
-                     count_of(stats.sent, "window").c_str(), options_.push.c_str(),
+                     count_of(stats.sent, "window").c_str(), redacted(options_.push).c_str(),
                      output::with_commas(stats.failed).c_str(),
                      output::with_commas(stats.dropped).c_str(),
                      output::with_commas(stats.attempts).c_str());

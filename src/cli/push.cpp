@@ -1,5 +1,6 @@
 #include "spyglass/cli/push.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 
@@ -75,17 +76,6 @@ std::string query_escape(std::string_view text) {
     return out;
 }
 
-// The URL without user:password@, for messages.
-std::string redacted(const std::string& url) {
-    std::size_t scheme = url.find("://");
-    std::size_t at = url.find('@');
-    std::size_t slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
-    if (scheme == std::string::npos || at == std::string::npos ||
-        (slash != std::string::npos && at > slash))
-        return url;
-    return url.substr(0, scheme + 3) + "***@" + url.substr(at + 1);
-}
-
 // What Pyroscope reads from a multipart body beside the profile: the units and the
 // aggregation of each sample type.
 constexpr std::string_view kSampleTypeConfig =
@@ -113,6 +103,18 @@ std::size_t discard(char*, std::size_t size, std::size_t count, void*) {
 }
 
 } // namespace
+
+std::string redacted(std::string_view url) {
+    std::size_t scheme = url.find("://");
+    if (scheme == std::string_view::npos) return std::string(url);
+    std::size_t host = scheme + 3;
+    // The authority ends at the path, the query or the fragment; its user information at its
+    // last '@' (a password may hold one).
+    std::size_t end = std::min(url.find_first_of("/?#", host), url.size());
+    std::size_t at = url.substr(host, end - host).rfind('@');
+    if (at == std::string_view::npos) return std::string(url);
+    return std::string(url.substr(0, host)) + "***@" + std::string(url.substr(host + at + 1));
+}
 
 Result<std::unique_ptr<Pusher>> Pusher::start(PushOptions options) {
     if (options.url.rfind("http://", 0) != 0 && options.url.rfind("https://", 0) != 0)
@@ -266,10 +268,17 @@ void Pusher::run() {
                 ++stats_.failed;
                 break;
             }
-            // Back off, but not past the end of the recording's grace.
-            auto until = std::chrono::steady_clock::now() +
-                         std::chrono::nanoseconds(static_cast<std::int64_t>(backoff * 1e9));
-            wake_.wait_until(lock, until); // stop() cuts it short
+            // Back off, but not past the end of the recording's grace. A new window in the
+            // queue wakes this wait too: it does not make a dead backend any less dead, so the
+            // wait goes on until the back-off is over (or stop()'s deadline comes first).
+            const std::uint64_t backoff_end =
+                monotonic_ns() + static_cast<std::uint64_t>(backoff * 1e9);
+            for (;;) {
+                std::uint64_t end = stopping_ ? std::min(backoff_end, deadline_ns_) : backoff_end;
+                std::uint64_t now = monotonic_ns();
+                if (now >= end) break;
+                wake_.wait_for(lock, std::chrono::nanoseconds(end - now));
+            }
             if (stopping_ && monotonic_ns() >= deadline_ns_) {
                 ++stats_.failed;
                 return;

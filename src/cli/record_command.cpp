@@ -141,10 +141,6 @@ int run_record(const RecordOptions& options) {
         return 1;
     }
 
-    double achieved = achieved_rate(result.ticks, result.elapsed_ns, options.sampling.rate);
-    double error_share = result.samples > 0 ? 100.0 * static_cast<double>(result.errors) /
-                                                  static_cast<double>(result.samples)
-                                            : 0;
     std::string ending;
     if (result.end == model::RecordingEnd::targets_exited)
         ending = result.pids.empty() ? "the command exited before its Python interpreter started; "
@@ -157,13 +153,10 @@ int run_record(const RecordOptions& options) {
                             ? std::string()
                             : fmt::format("; wrote {} to {}", output::format_name(format),
                                           out->path() == "-" ? "standard output" : out->path());
-    std::fprintf(stderr, "spyglass: %s%s in %s s at %s Hz (asked %g), %s, %s (%.2f%%)%s%s\n",
-                 ending.c_str(),
-                 count_of(windowed ? result.samples : aggregator.kept_samples(), "sample").c_str(),
-                 seconds_text(result.elapsed_ns).c_str(), rate_text(achieved).c_str(),
-                 options.sampling.rate, count_of(result.late_ticks, "late tick").c_str(),
-                 count_of(result.errors, "sampling error").c_str(), error_share,
-                 pause_summary(result.pauses).c_str(), wrote.c_str());
+    std::fprintf(stderr, "spyglass: %s\n",
+                 record_summary(result, windowed ? result.samples : aggregator.kept_samples(),
+                                options.sampling.rate, ending, wrote)
+                     .c_str());
     int exit_status = finish(*started);
     return exit_status == 0 && !extras_ok ? 1 : exit_status;
 }

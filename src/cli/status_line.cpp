@@ -9,7 +9,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "spyglass/output/writer.hpp"
+#include "spyglass/cli/summary.hpp"
 
 namespace spyglass::cli {
 
@@ -44,8 +44,8 @@ std::string status_text(const sampling::Progress& progress, double duration_s, d
         // Tick n comes n periods after the start, so n ticks cover n whole periods.
         double covered = elapsed + (progress.ticks > 0 ? 1.0 / rate_hz : 0.0);
         double achieved = covered > 0 ? static_cast<double>(progress.ticks) / covered : 0.0;
-        parts.push_back(output::with_commas(progress.samples) + " samples");
-        parts.push_back(output::with_commas(progress.errors) + " errors");
+        parts.push_back(count_of(progress.samples, "sample"));
+        parts.push_back(count_of(progress.errors, "error"));
         parts.push_back(fmt::format("{:.1f} Hz (of {:g})", achieved, rate_hz));
     }
     parts.push_back("(Ctrl-C to stop)");

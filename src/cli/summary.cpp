@@ -55,9 +55,22 @@ std::string pause_summary(const model::PauseSummary& pauses) {
 
 std::string dropped_warning(const model::RecordingTotals& totals) {
     if (totals.dropped == 0) return "";
-    return fmt::format("{} could not be resolved in time (the resolver fell behind) and are "
+    return fmt::format("{} could not be resolved in time (the resolver fell behind) and {} "
                        "missing from the profile",
-                       count_of(totals.dropped, "sample"));
+                       count_of(totals.dropped, "sample"), totals.dropped == 1 ? "is" : "are");
+}
+
+std::string record_summary(const model::RecordingTotals& totals, std::uint64_t samples,
+                           double asked_hz, std::string_view ending, std::string_view wrote) {
+    double achieved = achieved_rate(totals.ticks, totals.elapsed_ns, asked_hz);
+    double error_share = totals.samples > 0 ? 100.0 * static_cast<double>(totals.errors) /
+                                                  static_cast<double>(totals.samples)
+                                            : 0;
+    return fmt::format("{}{} in {} s at {} Hz (asked {:g}), {}, {} ({:.2f}%){}{}", ending,
+                       count_of(samples, "sample"), seconds_text(totals.elapsed_ns),
+                       rate_text(achieved), asked_hz, count_of(totals.late_ticks, "late tick"),
+                       count_of(totals.errors, "sampling error"), error_share,
+                       pause_summary(totals.pauses), wrote);
 }
 
 std::string pause_failure_warning(const model::PauseSummary& pauses) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "spyglass/process/checked.hpp"
+#include "spyglass/process/remote_field.hpp"
 #include "spyglass/python/line_table.hpp"
 #include "spyglass/python/strings.hpp"
 
@@ -109,7 +110,7 @@ process::ReadStatus read_code(process::RemoteMemory& memory, const Layout& layou
         out.local_kinds = load<std::uint64_t>(header, o.code_localspluskinds);
     } else {
         // The length of co_code bounds f_lasti.
-        auto length = memory.read_value<std::int64_t>(out.fingerprint.code + o.var_size);
+        auto length = process::read_field<std::int64_t>(memory, out.fingerprint.code, o.var_size);
         if (!length) return std::unexpected(length.error());
         if (*length <= 0 || *length > (1 << 28))
             return std::unexpected(ReadError{Errc::corrupt, code});

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "spyglass/process/elf.hpp"
+#include "spyglass/process/remote_field.hpp"
 #include "spyglass/python/debug_offsets.hpp"
 
 namespace spyglass::python {
@@ -64,6 +65,8 @@ struct Binary {
     ElfFile elf;
     std::uint64_t bias;
 
+    // Symbol values plus the load bias wrap on purpose: a library linked above where it is
+    // loaded has a "negative" bias. What these addresses are then read for is checked.
     [[nodiscard]] std::optional<Address> symbol(std::string_view name) const {
         auto sym = elf.symbol(name);
         if (!sym) return std::nullopt;
@@ -169,7 +172,12 @@ Result<void> find_roots(process::RemoteMemory& memory, const Binary& binary,
             target.notes.push_back("_PyRuntime found through the .PyRuntime section");
         }
         if (target.runtime != 0) {
-            target.interp_head_slot = target.runtime + layout.off.runtime_interpreters_head;
+            auto head =
+                process::field_address(target.runtime, layout.off.runtime_interpreters_head, 8);
+            if (!head)
+                return fail(Errc::corrupt, "_PyRuntime at 0x{:x} leaves no room for its fields",
+                            target.runtime);
+            target.interp_head_slot = *head;
             return {};
         }
     } else {

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "spyglass/process/bytes.hpp"
+#include "spyglass/process/remote_field.hpp"
 #include "spyglass/python/discovery.hpp"
 
 namespace spyglass::python {
@@ -85,44 +86,47 @@ std::optional<Address> scan_for_interpreter(process::RemoteMemory& memory, const
                                             Address region_address,
                                             std::span<const std::uint8_t> region) {
     const LayoutOffsets& o = layout.off;
-    auto read_word = [&](Address address) -> std::optional<std::uint64_t> {
-        if (!space.readable(address, 8)) return std::nullopt;
-        auto value = memory.read_value<std::uint64_t>(address);
+    // The word `offset` bytes into the object at `base` (a candidate's pointer: its sums are
+    // checked).
+    auto read_word = [&](Address base, std::uint64_t offset) -> std::optional<std::uint64_t> {
+        auto address = process::field_address(base, offset, 8);
+        if (!address || !space.readable(*address, 8)) return std::nullopt;
+        auto value = memory.read_value<std::uint64_t>(*address);
         if (!value) return std::nullopt;
         return *value;
     };
     for (std::size_t i = 0; i + 8 <= region.size(); i += 8) {
         Address candidate = load<std::uint64_t>(region.data() + i);
         if (candidate == 0 || candidate % 8 != 0 || !space.readable(candidate, 64)) continue;
-        auto tstate = read_word(candidate + o.interp_threads_head);
+        auto tstate = read_word(candidate, o.interp_threads_head);
         if (!tstate || *tstate == 0 || *tstate == candidate || *tstate % 8 != 0) continue;
-        auto back = read_word(*tstate + o.tstate_interp);
+        auto back = read_word(*tstate, o.tstate_interp);
         if (!back || *back != candidate) continue;
-        auto thread_id = read_word(*tstate + o.tstate_thread_id);
+        auto thread_id = read_word(*tstate, o.tstate_thread_id);
         if (!thread_id || *thread_id == 0) continue;
         // The thread's current frame must run a code object.
         std::optional<std::uint64_t> frame;
         Address code_slot_offset = 0;
         if (layout.frame_model == FrameModel::object_frames) {
-            frame = read_word(*tstate + o.tstate_frame);
+            frame = read_word(*tstate, o.tstate_frame);
             code_slot_offset = o.frame_code;
         } else if (o.tstate_current_frame != kAbsent) {
-            frame = read_word(*tstate + o.tstate_current_frame);
+            frame = read_word(*tstate, o.tstate_current_frame);
             code_slot_offset = o.iframe_code;
         } else {
-            auto cframe = read_word(*tstate + o.tstate_cframe);
-            if (cframe && *cframe != 0) frame = read_word(*cframe + o.cframe_current_frame);
+            auto cframe = read_word(*tstate, o.tstate_cframe);
+            if (cframe && *cframe != 0) frame = read_word(*cframe, o.cframe_current_frame);
             code_slot_offset = o.iframe_code;
         }
         if (!frame || *frame == 0) continue;
-        auto code = read_word(*frame + code_slot_offset);
+        auto code = read_word(*frame, code_slot_offset);
         if (!code || *code == 0) continue;
-        auto code_type = read_word((*code & ~layout.code_tag_mask) + o.object_type);
+        auto code_type = read_word(*code & ~layout.code_tag_mask, o.object_type);
         if (!code_type) continue;
         if (types.code != 0) {
             if (*code_type != types.code) continue;
         } else {
-            auto name_pointer = read_word(*code_type + o.type_name);
+            auto name_pointer = read_word(*code_type, o.type_name);
             char name[8] = {};
             if (!name_pointer || !memory.read(*name_pointer, name, 5) ||
                 std::memcmp(name, "code", 5) != 0)

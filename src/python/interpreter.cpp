@@ -4,12 +4,21 @@
 #include <cstring>
 
 #include "spyglass/process/bytes.hpp"
+#include "spyglass/process/checked.hpp"
+#include "spyglass/process/remote_field.hpp"
 
 namespace spyglass::python {
 
 namespace {
 
+using process::checked_add;
+using process::checked_load;
+using process::checked_sub;
 using process::load;
+
+// A span of the GIL's words read in one go per pass, at most: the two words are a few bytes
+// apart in every layout (at most 256 with a _Py_DebugOffsets).
+constexpr std::uint64_t kMaxGilSpan = 512;
 
 std::size_t max_present(std::initializer_list<std::uint32_t> offsets) {
     std::uint64_t end = 0;
@@ -42,7 +51,8 @@ process::ReadStatus PythonProcess::read_interpreters(std::vector<Address>& out) 
     for (Address interp = *head; interp != 0 && out.size() < kMaxInterpreters;) {
         if (std::find(out.begin(), out.end(), interp) != out.end()) break; // a cycle
         out.push_back(interp);
-        auto next = memory_->read_value<std::uint64_t>(interp + target_.layout.off.interp_next);
+        auto next =
+            process::read_field<std::uint64_t>(*memory_, interp, target_.layout.off.interp_next);
         if (!next) return std::unexpected(next.error());
         interp = *next;
     }
@@ -76,54 +86,81 @@ void PythonProcess::decode_tstate(const std::uint8_t* bytes, Address tstate, Add
     if (namespace_tids_) record.tid = namespace_tids_->to_host(record.tid);
 }
 
-PythonProcess::GilSpan PythonProcess::gil_span(Address interp) {
+std::optional<PythonProcess::GilAddresses> PythonProcess::gil_words(Address locked,
+                                                                    Address holder) {
+    // Both words whole: the 4 bytes of `locked`, the 8 of the holder.
+    if (!checked_add(locked, 4) || !checked_add(holder, 8)) return std::nullopt;
+    return GilAddresses{locked, holder};
+}
+
+std::optional<PythonProcess::GilAddresses>
+PythonProcess::gil_addresses(Address base, std::uint32_t locked, std::uint32_t holder) {
+    auto locked_at = checked_add(base, locked);
+    auto holder_at = checked_add(base, holder);
+    if (!locked_at || !holder_at) return std::nullopt;
+    return gil_words(*locked_at, *holder_at);
+}
+
+std::optional<PythonProcess::GilAddresses> PythonProcess::known_gil(Address interp) const {
     const LayoutOffsets& o = target_.layout.off;
-    auto covering = [](Address locked, Address holder) {
-        Address low = std::min(locked, holder);
-        return GilSpan{low, static_cast<std::uint32_t>(std::max(locked, holder) + 8 - low)};
-    };
     switch (target_.layout.gil_model) {
-    case GilModel::thread_state_current:
-        return target_.tstate_current ? GilSpan{target_.tstate_current, 8} : GilSpan{};
-    case GilModel::static_globals:
-        // gil_locked / gil_last_holder are two statics: not one span. The slow path reads them.
-        return GilSpan{};
     case GilModel::runtime_gil:
-        if (target_.runtime == 0) return GilSpan{};
-        return covering(target_.runtime + o.runtime_gil_locked,
-                        target_.runtime + o.runtime_gil_last_holder);
+        if (target_.runtime == 0) return std::nullopt;
+        return gil_addresses(target_.runtime, o.runtime_gil_locked, o.runtime_gil_last_holder);
     case GilModel::interpreter_gil: {
         auto it = gil_of_interp_.find(interp);
-        if (it == gil_of_interp_.end()) return GilSpan{};
-        return covering(it->second + o.gil_locked, it->second + o.gil_last_holder);
+        if (it == gil_of_interp_.end()) return std::nullopt;
+        return gil_addresses(it->second, o.gil_locked, o.gil_last_holder);
     }
+    case GilModel::thread_state_current:
+    case GilModel::static_globals:
+        break;
     }
-    return GilSpan{};
+    return std::nullopt;
+}
+
+PythonProcess::GilSpan PythonProcess::covering(const GilAddresses& at) {
+    Address low = std::min(at.locked, at.holder);
+    // gil_addresses made sure that neither word's end wraps.
+    Address end = std::max(at.locked + 4, at.holder + 8);
+    return GilSpan{low, end - low};
+}
+
+std::optional<Address> PythonProcess::holder_in(std::span<const std::uint8_t> bytes, Address at,
+                                                const GilAddresses& gil) {
+    auto locked_offset = checked_sub(gil.locked, at);
+    auto holder_offset = checked_sub(gil.holder, at);
+    if (!locked_offset || !holder_offset) return std::nullopt;
+    auto locked = checked_load<std::int32_t>(bytes, *locked_offset);
+    auto holder = checked_load<std::uint64_t>(bytes, *holder_offset);
+    if (!locked || !holder) return std::nullopt;
+    // last_holder stays set after the GIL is released: only `locked` says it is held.
+    return *locked == 1 ? *holder : Address{0};
+}
+
+PythonProcess::GilSpan PythonProcess::gil_span(Address interp) {
+    if (target_.layout.gil_model == GilModel::thread_state_current)
+        return target_.tstate_current ? GilSpan{target_.tstate_current, 8} : GilSpan{};
+    // 3.6's gil_locked / gil_last_holder are two statics, not one span: the slow path reads
+    // them. A GIL whose words' addresses wrap is not read at all.
+    auto at = known_gil(interp);
+    if (!at) return GilSpan{};
+    GilSpan span = covering(*at);
+    return span.length <= kMaxGilSpan ? span : GilSpan{};
 }
 
 std::int8_t PythonProcess::decode_gil(const std::uint8_t* bytes, const GilSpan& span,
                                       Address interp, Address tstate) const {
-    const LayoutOffsets& o = target_.layout.off;
-    Address locked_at = 0, holder_at = 0;
-    switch (target_.layout.gil_model) {
-    case GilModel::thread_state_current:
-        return load<std::uint64_t>(bytes) == tstate ? 1 : 0;
-    case GilModel::static_globals:
-        return -1;
-    case GilModel::runtime_gil:
-        locked_at = target_.runtime + o.runtime_gil_locked;
-        holder_at = target_.runtime + o.runtime_gil_last_holder;
-        break;
-    case GilModel::interpreter_gil: {
-        Address gil = gil_of_interp_.at(interp);
-        locked_at = gil + o.gil_locked;
-        holder_at = gil + o.gil_last_holder;
-        break;
+    std::span<const std::uint8_t> read(bytes, span.length);
+    if (target_.layout.gil_model == GilModel::thread_state_current) {
+        auto current = checked_load<std::uint64_t>(read, 0);
+        return !current ? -1 : *current == tstate ? 1 : 0;
     }
-    }
-    // last_holder stays set after the GIL is released: only `locked` says it is held.
-    if (load<std::int32_t>(bytes + (locked_at - span.at)) != 1) return 0;
-    return load<std::uint64_t>(bytes + (holder_at - span.at)) == tstate ? 1 : 0;
+    auto at = known_gil(interp);
+    if (!at) return -1;
+    auto holder = holder_in(read, span.at, *at);
+    if (!holder) return -1;
+    return *holder == tstate ? 1 : 0;
 }
 
 process::ReadStatus PythonProcess::read_threads(std::vector<ThreadRecord>& out,
@@ -164,7 +201,7 @@ process::ReadStatus PythonProcess::read_threads_slowly(std::vector<ThreadRecord>
     std::uint8_t* buffer = tstate_buffer_.data();
     for (std::size_t index = 0; index < interps_.size(); ++index) {
         Address interp = interps_[index];
-        auto head = memory_->read_value<std::uint64_t>(interp + o.interp_threads_head);
+        auto head = process::read_field<std::uint64_t>(*memory_, interp, o.interp_threads_head);
         if (!head) return std::unexpected(head.error());
         std::size_t first = out.size();
         for (Address tstate = *head; tstate != 0 && out.size() < kMaxThreads;) {
@@ -185,8 +222,8 @@ process::ReadStatus PythonProcess::read_threads_slowly(std::vector<ThreadRecord>
         for (std::size_t i = first; i < out.size(); ++i) {
             ThreadRecord& record = out[i];
             if (record.cframe != 0 && o.cframe_current_frame != kAbsent) {
-                auto frame =
-                    memory_->read_value<std::uint64_t>(record.cframe + o.cframe_current_frame);
+                auto frame = process::read_field<std::uint64_t>(*memory_, record.cframe,
+                                                                o.cframe_current_frame);
                 if (!frame) return std::unexpected(frame.error());
                 record.frame = *frame;
             }
@@ -214,7 +251,8 @@ process::ReadStatus PythonProcess::reread_thread(ThreadRecord& record) {
     decode_tstate(buffer, record.tstate, record.interp, record.interp_index, record);
     if (record.holds_gil < 0) record.holds_gil = holds_gil;
     if (record.cframe != 0 && o.cframe_current_frame != kAbsent) {
-        auto frame = memory_->read_value<std::uint64_t>(record.cframe + o.cframe_current_frame);
+        auto frame =
+            process::read_field<std::uint64_t>(*memory_, record.cframe, o.cframe_current_frame);
         if (!frame) return std::unexpected(frame.error());
         record.frame = *frame;
     }
@@ -268,7 +306,9 @@ bool PythonProcess::read_threads_fast(std::vector<ThreadRecord>& out,
     tstate_bytes.clear();
     cframe_bytes.clear();
     for (std::size_t i = 0; i < c.interps.size(); ++i) {
-        interp_bytes.push_back(add(c.interps[i] + interp_low, interp_span));
+        auto span_at = process::field_address(c.interps[i], interp_low, interp_span);
+        if (!span_at) return false; // the walk of the lists says why
+        interp_bytes.push_back(add(*span_at, interp_span));
         gil_bytes.push_back(gils[i].length ? add(gils[i].at, gils[i].length) : nullptr);
     }
     for (std::size_t i = 0; i < c.tstates.size(); ++i) {
@@ -279,8 +319,10 @@ bool PythonProcess::read_threads_fast(std::vector<ThreadRecord>& out,
             continue;
         }
         tstate_bytes.push_back(add(c.tstates[i], tstate_read_size_));
-        cframe_bytes.push_back(
-            cframes && c.cframes[i] != 0 ? add(c.cframes[i] + o.cframe_current_frame, 8) : nullptr);
+        auto cframe_at = cframes && c.cframes[i] != 0
+                             ? process::field_address(c.cframes[i], o.cframe_current_frame, 8)
+                             : std::nullopt;
+        cframe_bytes.push_back(cframe_at ? add(*cframe_at, 8) : nullptr);
     }
     if (!memory_->read_many(batch_)) return false;
 
@@ -314,8 +356,8 @@ bool PythonProcess::read_threads_fast(std::vector<ThreadRecord>& out,
                 } else {
                     // A new eval loop on the C stack (3.12: a generator sent to from C) has
                     // its own cframe: read where it points, and batch it from now on.
-                    auto frame =
-                        memory_->read_value<std::uint64_t>(record.cframe + o.cframe_current_frame);
+                    auto frame = process::read_field<std::uint64_t>(*memory_, record.cframe,
+                                                                    o.cframe_current_frame);
                     if (!frame) return false;
                     record.frame = *frame;
                     cached_.cframes[t] = record.cframe;
@@ -340,7 +382,8 @@ pid_t PythonProcess::tid_for(Address tstate, std::uint64_t thread_id) {
     auto it = tid_cache_.find(tstate);
     if (it != tid_cache_.end() && it->second.thread_id == thread_id) return it->second.tid;
     if (target_.pthread_tid_offset < 0 || thread_id == 0) return 0;
-    auto tid = memory_->read_value<std::int32_t>(thread_id + target_.pthread_tid_offset);
+    auto tid = process::read_field<std::int32_t>(
+        *memory_, thread_id, static_cast<std::uint64_t>(target_.pthread_tid_offset));
     if (!tid || *tid <= 0) return 0;
     if (tid_cache_.size() > 4 * kMaxThreads) tid_cache_.clear();
     tid_cache_[tstate] = {thread_id, *tid};
@@ -350,23 +393,24 @@ pid_t PythonProcess::tid_for(Address tstate, std::uint64_t thread_id) {
 std::expected<Address, ReadError> PythonProcess::gil_holder(Address interp) {
     const Layout& layout = target_.layout;
     const LayoutOffsets& o = layout.off;
-    auto read_pair = [&](Address locked_at,
-                         Address holder_at) -> std::expected<Address, ReadError> {
-        Address low = std::min(locked_at, holder_at);
+    // Both words in one read when they are close; a pair whose addresses wrap is no GIL.
+    auto read_pair = [&](std::optional<GilAddresses> at) -> std::expected<Address, ReadError> {
+        if (!at) return std::unexpected(ReadError{Errc::corrupt, 0});
+        GilSpan span = covering(*at);
         std::uint8_t bytes[64];
-        std::size_t span = std::max(locked_at, holder_at) + 8 - low;
-        if (span > sizeof bytes) {
-            auto locked = memory_->read_value<std::int32_t>(locked_at);
+        if (span.length > sizeof bytes) {
+            auto locked = memory_->read_value<std::int32_t>(at->locked);
             if (!locked) return std::unexpected(locked.error());
             if (*locked != 1) return Address{0};
-            auto holder = memory_->read_value<std::uint64_t>(holder_at);
+            auto holder = memory_->read_value<std::uint64_t>(at->holder);
             if (!holder) return std::unexpected(holder.error());
             return *holder;
         }
-        if (auto status = memory_->read(low, bytes, span); !status)
+        if (auto status = memory_->read(span.at, bytes, span.length); !status)
             return std::unexpected(status.error());
-        if (load<std::int32_t>(bytes + (locked_at - low)) != 1) return Address{0};
-        return load<std::uint64_t>(bytes + (holder_at - low));
+        auto holder = holder_in(std::span<const std::uint8_t>(bytes, span.length), span.at, *at);
+        if (!holder) return std::unexpected(ReadError{Errc::corrupt, span.at});
+        return *holder;
     };
 
     switch (layout.gil_model) {
@@ -378,28 +422,32 @@ std::expected<Address, ReadError> PythonProcess::gil_holder(Address interp) {
             auto locked = memory_->read_value<std::int32_t>(target_.gil_locked);
             if (!locked) return std::unexpected(locked.error());
             // -1: the GIL was never created (one thread); then the current tstate says it.
-            if (*locked >= 0) return read_pair(target_.gil_locked, target_.gil_last_holder);
+            if (*locked >= 0)
+                return read_pair(gil_words(target_.gil_locked, target_.gil_last_holder));
         }
         if (target_.tstate_current == 0) return Address{0};
         return memory_->read_value<std::uint64_t>(target_.tstate_current);
     }
     case GilModel::runtime_gil:
         if (target_.runtime == 0) return std::unexpected(ReadError{Errc::not_found, 0});
-        return read_pair(target_.runtime + o.runtime_gil_locked,
-                         target_.runtime + o.runtime_gil_last_holder);
+        return read_pair(
+            gil_addresses(target_.runtime, o.runtime_gil_locked, o.runtime_gil_last_holder));
     case GilModel::interpreter_gil: {
         auto it = gil_of_interp_.find(interp);
         Address gil = 0;
         if (it != gil_of_interp_.end()) {
             gil = it->second;
         } else {
-            auto pointer = memory_->read_value<std::uint64_t>(interp + o.interp_ceval_gil);
+            auto pointer = process::read_field<std::uint64_t>(*memory_, interp, o.interp_ceval_gil);
             if (!pointer) return std::unexpected(pointer.error());
             gil = *pointer;
             if (gil == 0) return Address{0};
+            // A pointer from the target: only one whose words can be read is kept.
+            if (!gil_addresses(gil, o.gil_locked, o.gil_last_holder))
+                return std::unexpected(ReadError{Errc::corrupt, gil});
             gil_of_interp_[interp] = gil;
         }
-        return read_pair(gil + o.gil_locked, gil + o.gil_last_holder);
+        return read_pair(gil_addresses(gil, o.gil_locked, o.gil_last_holder));
     }
     }
     return Address{0};

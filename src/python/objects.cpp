@@ -14,6 +14,7 @@
 
 #include "spyglass/process/bytes.hpp"
 #include "spyglass/process/checked.hpp"
+#include "spyglass/process/remote_field.hpp"
 #include "spyglass/python/strings.hpp"
 
 namespace spyglass::python {
@@ -29,13 +30,13 @@ std::optional<LongDigits> read_long(process::RemoteMemory& memory, const Layout&
     LongDigits out;
     if (o.long_tag != kAbsent) {
         // 3.12+: lv_tag = digit count << 3 | sign (0 positive, 1 zero, 2 negative).
-        auto tag = memory.read_value<std::uint64_t>(object + o.long_tag);
+        auto tag = process::read_field<std::uint64_t>(memory, object, o.long_tag);
         if (!tag || (*tag & 3) == 3) return std::nullopt;
         if ((*tag & 3) == 1) return out;
         out.negative = (*tag & 3) == 2;
         out.count = *tag >> 3;
     } else {
-        auto size = memory.read_value<std::int64_t>(object + o.var_size);
+        auto size = process::read_field<std::int64_t>(memory, object, o.var_size);
         if (!size) return std::nullopt;
         out.negative = *size < 0;
         out.count = out.negative ? 0 - static_cast<std::uint64_t>(*size)
@@ -46,7 +47,8 @@ std::optional<LongDigits> read_long(process::RemoteMemory& memory, const Layout&
     if (!bytes || *bytes > kMaxObjectBytes) return std::nullopt;
     if (out.count > max_digits) return out;
     std::vector<std::uint8_t> raw(static_cast<std::size_t>(*bytes));
-    if (!raw.empty() && !memory.read(object + o.long_digits, raw.data(), raw.size()))
+    if (!raw.empty() &&
+        !process::read_field_bytes(memory, object, o.long_digits, raw.data(), raw.size()))
         return std::nullopt;
     out.digits.resize(out.count);
     for (std::size_t i = 0; i < out.count; ++i)
@@ -93,7 +95,7 @@ const ObjectReader::TypeInfo* ObjectReader::type_at(Address type) {
     if (nul == nullptr || nul == text.data()) return nullptr;
     info.name.assign(text.data(), static_cast<std::size_t>(nul - text.data()));
     if ((info.flags & kTpflagsHeapType) != 0 && o.heaptype_cached_keys != kAbsent) {
-        if (auto keys = memory_.read_value<std::uint64_t>(type + o.heaptype_cached_keys))
+        if (auto keys = process::read_field<std::uint64_t>(memory_, type, o.heaptype_cached_keys))
             info.cached_keys = *keys;
     }
     classify(info);
@@ -103,7 +105,7 @@ const ObjectReader::TypeInfo* ObjectReader::type_at(Address type) {
 
 const ObjectReader::TypeInfo* ObjectReader::type_of(Address object) {
     if (!plausible(object)) return nullptr;
-    auto type = memory_.read_value<std::uint64_t>(object + target_.layout.off.object_type);
+    auto type = process::read_field<std::uint64_t>(memory_, object, target_.layout.off.object_type);
     if (!type) return nullptr;
     return type_at(*type);
 }
@@ -175,7 +177,7 @@ std::optional<std::int64_t> ObjectReader::int_value_as(Address object, const Typ
     const Layout& layout = target_.layout;
     bool py2 = layout.py2_strings;
     if (type.kind == Kind::py2_int || (py2 && type.kind == Kind::boolean)) {
-        auto value = memory_.read_value<std::int64_t>(object + layout.off.int_value);
+        auto value = process::read_field<std::int64_t>(memory_, object, layout.off.int_value);
         if (!value) return std::nullopt;
         return *value;
     }
@@ -204,8 +206,8 @@ std::optional<std::string> ObjectReader::str_value_as(Address object, const Type
     std::string out;
     if (layout.py2_strings && type.kind == Kind::unicode) {
         // 2.7 unicode: a length and a pointer to Py_UNICODE units (UCS-2 or UCS-4).
-        auto length = memory_.read_value<std::int64_t>(object + o.py2_unicode_length);
-        auto buffer = memory_.read_value<std::uint64_t>(object + o.py2_unicode_str);
+        auto length = process::read_field<std::int64_t>(memory_, object, o.py2_unicode_length);
+        auto buffer = process::read_field<std::uint64_t>(memory_, object, o.py2_unicode_str);
         unsigned unit = o.py2_unicode_size;
         if (!length || !buffer || *length < 0 || (unit != 2 && unit != 4)) return std::nullopt;
         std::size_t take = std::min(static_cast<std::size_t>(*length), max_chars);
@@ -228,11 +230,11 @@ std::vector<std::string> ObjectReader::tuple_strings(Address tuple, std::size_t 
     const LayoutOffsets& o = target_.layout.off;
     const TypeInfo* type = type_of(tuple);
     if (type == nullptr || type->kind != Kind::tuple) return names;
-    auto size = memory_.read_value<std::int64_t>(tuple + o.var_size);
+    auto size = process::read_field<std::int64_t>(memory_, tuple, o.var_size);
     if (!size || *size < 0) return names;
     std::vector<Address> items(std::min(static_cast<std::size_t>(*size), max_items));
-    if (!items.empty() &&
-        !memory_.read(tuple + o.tuple_items, items.data(), items.size() * sizeof(Address)))
+    if (!items.empty() && !process::read_field_bytes(memory_, tuple, o.tuple_items, items.data(),
+                                                     items.size() * sizeof(Address)))
         return names;
     for (Address item : items)
         names.push_back(str_value(item, kMaxNameChars).value_or("?"));
@@ -242,7 +244,7 @@ std::vector<std::string> ObjectReader::tuple_strings(Address tuple, std::size_t 
 std::optional<Address> ObjectReader::module(Address interp, std::string_view name) {
     const LayoutOffsets& o = target_.layout.off;
     if (!plausible(interp) || o.interp_modules == kAbsent) return std::nullopt;
-    auto modules = memory_.read_value<std::uint64_t>(interp + o.interp_modules);
+    auto modules = process::read_field<std::uint64_t>(memory_, interp, o.interp_modules);
     if (!modules) return std::nullopt;
     auto found = dict_get(*modules, name);
     if (!found) return std::nullopt;
@@ -256,7 +258,7 @@ std::unordered_map<std::uint64_t, std::string> ObjectReader::thread_names(Addres
     const LayoutOffsets& o = target_.layout.off;
     auto threading = module(interp, "threading");
     if (!threading || o.module_dict == kAbsent) return names;
-    auto globals = memory_.read_value<std::uint64_t>(*threading + o.module_dict);
+    auto globals = process::read_field<std::uint64_t>(memory_, *threading, o.module_dict);
     if (!globals) return names;
     // threading._active maps get_ident() to the Thread; 2.7 mangles Thread.__name.
     auto active = dict_get(*globals, "_active");
@@ -290,10 +292,11 @@ std::vector<LocalVariable> ObjectReader::locals(const RawFrame& frame, const Cod
     // Arguments come first: positional ones, keyword-only ones, then *args and **kwargs.
     std::size_t arguments = code.argcount > 0 ? static_cast<std::size_t>(code.argcount) : 0;
     if (o.code_flags != kAbsent)
-        if (auto flags = memory_.read_value<std::int32_t>(frame.code + o.code_flags))
+        if (auto flags = process::read_field<std::int32_t>(memory_, frame.code, o.code_flags))
             arguments += ((*flags & kCoVarargs) != 0) + ((*flags & kCoVarkeywords) != 0);
     if (o.code_kwonlyargcount != kAbsent)
-        if (auto kwonly = memory_.read_value<std::int32_t>(frame.code + o.code_kwonlyargcount);
+        if (auto kwonly =
+                process::read_field<std::int32_t>(memory_, frame.code, o.code_kwonlyargcount);
             kwonly && *kwonly > 0)
             arguments += static_cast<std::size_t>(*kwonly);
 
@@ -314,8 +317,8 @@ std::vector<LocalVariable> ObjectReader::locals(const RawFrame& frame, const Cod
             kinds.clear();
         kinds.resize(count, 0);
         values.resize(count);
-        if (!memory_.read(frame.frame + o.iframe_localsplus, values.data(),
-                          values.size() * sizeof(Address)))
+        if (!process::read_field_bytes(memory_, frame.frame, o.iframe_localsplus, values.data(),
+                                       values.size() * sizeof(Address)))
             return result;
         for (std::size_t i = 0; i < count; ++i)
             slots.push_back({names[i], values[i] & ~layout.code_tag_mask,
@@ -324,15 +327,15 @@ std::vector<LocalVariable> ObjectReader::locals(const RawFrame& frame, const Cod
         // f_localsplus holds the co_nlocals locals, then the cells, then the free variables.
         auto tuple_at = [&](std::uint32_t offset) {
             if (offset == kAbsent) return std::vector<std::string>{};
-            auto tuple = memory_.read_value<std::uint64_t>(frame.code + offset);
+            auto tuple = process::read_field<std::uint64_t>(memory_, frame.code, offset);
             return tuple ? tuple_strings(*tuple, kMaxLocals) : std::vector<std::string>{};
         };
         std::vector<std::string> cells = tuple_at(o.code_cellvars);
         std::vector<std::string> frees = tuple_at(o.code_freevars);
         if (count + cells.size() + frees.size() > kMaxLocals) return result;
         values.resize(count + cells.size() + frees.size());
-        if (!memory_.read(frame.frame + o.frame_localsplus, values.data(),
-                          values.size() * sizeof(Address)))
+        if (!process::read_field_bytes(memory_, frame.frame, o.frame_localsplus, values.data(),
+                                       values.size() * sizeof(Address)))
             return result;
         for (std::size_t i = 0; i < count; ++i)
             slots.push_back({names[i], values[i], false, i < arguments});
@@ -357,7 +360,7 @@ std::vector<LocalVariable> ObjectReader::locals(const RawFrame& frame, const Cod
             // that, the plain value).
             const TypeInfo* type = type_of(value);
             if (type != nullptr && type->kind == Kind::cell) {
-                auto ref = memory_.read_value<std::uint64_t>(value + o.cell_ref);
+                auto ref = process::read_field<std::uint64_t>(memory_, value, o.cell_ref);
                 if (!ref || *ref == 0) continue;
                 value = *ref;
             }

@@ -6,6 +6,7 @@
 #include "objects_internal.hpp"
 
 #include "spyglass/process/checked.hpp"
+#include "spyglass/process/remote_field.hpp"
 #include "spyglass/python/objects.hpp"
 #include "spyglass/python/strings.hpp"
 
@@ -42,7 +43,9 @@ bool for_each_entry(process::RemoteMemory& memory, Address entries, std::uint64_
     std::vector<std::uint8_t> chunk(kChunkEntries * entry_size);
     for (std::uint64_t first = 0; first < count; first += kChunkEntries) {
         std::uint64_t n = std::min<std::uint64_t>(kChunkEntries, count - first);
-        if (!memory.read(entries + first * entry_size, chunk.data(), n * entry_size)) return false;
+        if (!process::read_field_bytes(memory, entries, first * entry_size, chunk.data(),
+                                       n * entry_size))
+            return false;
         for (std::uint64_t i = 0; i < n; ++i)
             if (!each(first + i,
                       std::span<const std::uint8_t>(chunk).subspan(i * entry_size, entry_size)))
@@ -58,19 +61,21 @@ bool ObjectReader::dict_items(Address dict, const ItemVisitor& visit, std::size_
     const TypeInfo* type = type_of(dict);
     if (type == nullptr || type->kind != Kind::dict) return false;
     if (o.dict_py2_table != kAbsent) return py2_dict_items(dict, visit, max_items);
-    auto keys = memory_.read_value<std::uint64_t>(dict + o.dict_keys);
-    auto values = memory_.read_value<std::uint64_t>(dict + o.dict_values);
+    auto keys = process::read_field<std::uint64_t>(memory_, dict, o.dict_keys);
+    auto values = process::read_field<std::uint64_t>(memory_, dict, o.dict_values);
     if (!keys || !values) return false;
     if (*values == 0) return keys_items(*keys, 0, 0, visit, max_items);
     if (!plausible(*values)) return false;
     std::size_t capacity = kMaxDictEntries;
     if (o.values_capacity != kAbsent) {
-        auto stored = memory_.read_value<std::uint8_t>(*values + o.values_capacity);
+        auto stored = process::read_field<std::uint8_t>(memory_, *values, o.values_capacity);
         if (!stored) return false;
         capacity = *stored;
     }
-    Address slots = *values + (o.values_values != kAbsent ? o.values_values : 0);
-    return keys_items(*keys, slots, capacity, visit, max_items);
+    auto slots =
+        process::field_address(*values, o.values_values != kAbsent ? o.values_values : 0, 0);
+    if (!slots) return false;
+    return keys_items(*keys, *slots, capacity, visit, max_items);
 }
 
 bool ObjectReader::keys_items(Address keys, Address values, std::size_t capacity,
@@ -94,7 +99,10 @@ bool ObjectReader::keys_items(Address keys, Address values, std::size_t capacity
             *log2_index_bytes < *log2_size || *log2_index_bytes > *log2_size + 3)
             return false;
         slots = std::uint64_t{1} << *log2_size;
-        entries = keys + o.keys_indices + (std::uint64_t{1} << *log2_index_bytes);
+        auto at = process::field_address(
+            keys, std::uint64_t{o.keys_indices} + (std::uint64_t{1} << *log2_index_bytes), 0);
+        if (!at) return false;
+        entries = *at;
         if (*kind != 0) { // DICT_KEYS_UNICODE or DICT_KEYS_SPLIT
             entry_size = o.keys_unicode_entry_size;
             key_at = 0;
@@ -105,7 +113,9 @@ bool ObjectReader::keys_items(Address keys, Address values, std::size_t capacity
         slots = field<std::uint64_t>(header, o.keys_size);
         if (!power_of_two(slots) || slots < 8 || slots > (std::uint64_t{1} << 40)) return false;
         std::uint64_t width = slots <= 0xff ? 1 : slots <= 0xffff ? 2 : slots <= 0xffffffff ? 4 : 8;
-        entries = keys + o.keys_indices + slots * width;
+        auto at = process::field_address(keys, std::uint64_t{o.keys_indices} + slots * width, 0);
+        if (!at) return false;
+        entries = *at;
     }
     auto stored = checked_load<std::int64_t>(header, o.keys_nentries);
     if (!stored) return false;
@@ -139,8 +149,8 @@ bool ObjectReader::keys_items(Address keys, Address values, std::size_t capacity
 
 bool ObjectReader::py2_dict_items(Address dict, const ItemVisitor& visit, std::size_t max_items) {
     const LayoutOffsets& o = target_.layout.off;
-    auto mask = memory_.read_value<std::uint64_t>(dict + o.dict_py2_mask);
-    auto table = memory_.read_value<std::uint64_t>(dict + o.dict_py2_table);
+    auto mask = process::read_field<std::uint64_t>(memory_, dict, o.dict_py2_mask);
+    auto table = process::read_field<std::uint64_t>(memory_, dict, o.dict_py2_table);
     if (!mask || !table || !plausible(*table)) return false;
     std::uint64_t slots = *mask + 1;
     if (!power_of_two(slots) || slots > kMaxTableSlots || o.dict_py2_entry_size < 24) return false;
@@ -159,8 +169,8 @@ bool ObjectReader::py2_dict_items(Address dict, const ItemVisitor& visit, std::s
 bool ObjectReader::set_items(Address set, const ItemVisitor& visit, std::size_t max_items) {
     const LayoutOffsets& o = target_.layout.off;
     if (o.set_table == kAbsent || o.set_entry_size == kAbsent) return false;
-    auto mask = memory_.read_value<std::uint64_t>(set + o.set_mask);
-    auto table = memory_.read_value<std::uint64_t>(set + o.set_table);
+    auto mask = process::read_field<std::uint64_t>(memory_, set, o.set_mask);
+    auto table = process::read_field<std::uint64_t>(memory_, set, o.set_table);
     if (!mask || !table || !plausible(*table)) return false;
     std::uint64_t slots = *mask + 1;
     if (!power_of_two(slots) || slots > kMaxTableSlots || o.set_entry_size < 16) return false;
@@ -209,37 +219,53 @@ ObjectReader::instance_attributes(Address object, const TypeInfo& type) {
     const Layout& layout = target_.layout;
     const LayoutOffsets& o = layout.off;
     std::size_t values_header = o.values_values != kAbsent ? o.values_values : 0;
-    auto word_at = [&](Address at) { return memory_.read_value<std::uint64_t>(at); };
+    // Addresses from the object's address (and words read near it): no sum or difference may
+    // wrap.
+    auto word_at = [&](std::optional<Address> at) -> std::optional<std::uint64_t> {
+        if (!at) return std::nullopt;
+        auto word = memory_.read_value<std::uint64_t>(*at);
+        if (!word) return std::nullopt;
+        return *word;
+    };
+    auto after = [](Address base, std::uint64_t offset) {
+        return process::field_address(base, offset, 0);
+    };
     if (layout.version.at_least(3, 11) && (type.flags & kTpflagsManagedDict) != 0) {
         // The "pre-header" in front of the object (pycore_object.h): the dict pointer is
         // always 3 words before the object.
-        Address dict_slot = object - 3 * sizeof(Address);
+        std::optional<Address> dict_slot = process::checked_sub(object, 3 * sizeof(Address));
         if (!layout.version.at_least(3, 12)) {
             // 3.11: PyDictValues* 4 words before, the dict 3 words before.
-            auto values = word_at(object - 4 * sizeof(Address));
+            auto values = word_at(process::checked_sub(object, 4 * sizeof(Address)));
             if (!values) return std::nullopt;
-            if (*values != 0)
-                return InstanceAttributes{0, type.cached_keys, *values + values_header,
-                                          kMaxDictEntries};
+            if (*values != 0) {
+                auto slots = after(*values, values_header);
+                if (!slots) return std::nullopt;
+                return InstanceAttributes{0, type.cached_keys, *slots, kMaxDictEntries};
+            }
         } else if (!layout.version.at_least(3, 13)) {
             // 3.12: PyDictOrValues; an odd value is (PyDictValues* - 1).
             auto dorv = word_at(dict_slot);
             if (!dorv) return std::nullopt;
-            if ((*dorv & 1) != 0)
-                return InstanceAttributes{0, type.cached_keys, *dorv + 1 + values_header,
-                                          kMaxDictEntries};
+            if ((*dorv & 1) != 0) {
+                auto slots = after(*dorv, 1 + values_header);
+                if (!slots) return std::nullopt;
+                return InstanceAttributes{0, type.cached_keys, *slots, kMaxDictEntries};
+            }
             return InstanceAttributes{*dorv, 0, 0, 0};
         } else if ((type.flags & kTpflagsInlineValues) != 0 && o.values_valid != kAbsent) {
             // 3.13: the values follow the object (tp_basicsize), valid until a dict replaced
             // them.
-            Address values = object + static_cast<Address>(type.basicsize);
             std::array<std::uint8_t, 8> header{};
-            if (!memory_.read(values, header.data(), header.size())) return std::nullopt;
+            auto values =
+                process::field_address(object, static_cast<Address>(type.basicsize), header.size());
+            if (!values || !memory_.read(*values, header.data(), header.size()))
+                return std::nullopt;
             auto valid = checked_load<std::uint8_t>(header, o.values_valid);
             auto capacity = checked_load<std::uint8_t>(header, o.values_capacity);
-            if (!valid || !capacity) return std::nullopt;
-            if (*valid != 0)
-                return InstanceAttributes{0, type.cached_keys, values + values_header, *capacity};
+            auto slots = after(*values, values_header);
+            if (!valid || !capacity || !slots) return std::nullopt;
+            if (*valid != 0) return InstanceAttributes{0, type.cached_keys, *slots, *capacity};
         }
         auto dict = word_at(dict_slot);
         if (!dict) return std::nullopt;
@@ -249,14 +275,14 @@ ObjectReader::instance_attributes(Address object, const TypeInfo& type) {
     std::int64_t offset = type.dictoffset;
     if (offset < 0) {
         // Variable-size objects keep the dict after the items (_PyObject_VAR_SIZE).
-        auto size = memory_.read_value<std::int64_t>(object + o.var_size);
+        auto size = process::read_field<std::int64_t>(memory_, object, o.var_size);
         if (!size || *size < -(1LL << 32) || *size > (1LL << 32)) return std::nullopt;
         std::int64_t items = *size < 0 ? -*size : *size;
         std::int64_t end = type.basicsize + items * type.itemsize;
         offset += (end + 7) & ~std::int64_t{7};
         if (offset < 0) return std::nullopt;
     }
-    auto dict = word_at(object + static_cast<Address>(offset));
+    auto dict = word_at(after(object, static_cast<Address>(offset)));
     if (!dict) return std::nullopt;
     return InstanceAttributes{*dict, 0, 0, 0};
 }

@@ -8,6 +8,7 @@
 #include "objects_internal.hpp"
 #include <fmt/format.h>
 
+#include "spyglass/process/remote_field.hpp"
 #include "spyglass/python/objects.hpp"
 #include "spyglass/python/strings.hpp"
 
@@ -184,7 +185,7 @@ bool ObjectReader::render_value(Address object, const TypeInfo& type, std::strin
         return true;
     }
     case Kind::float_: {
-        auto value = memory_.read_value<double>(object + o.float_value);
+        auto value = process::read_field<double>(memory_, object, o.float_value);
         if (!value) return false;
         out += float_repr(*value);
         return true;
@@ -201,7 +202,7 @@ bool ObjectReader::render_value(Address object, const TypeInfo& type, std::strin
         return render_items(object, type, out, limit, depth);
     case Kind::module: {
         if (o.module_dict == kAbsent) return false;
-        auto dict = memory_.read_value<std::uint64_t>(object + o.module_dict);
+        auto dict = process::read_field<std::uint64_t>(memory_, object, o.module_dict);
         if (!dict) return false;
         auto name = dict_get(*dict, "__name__");
         auto text = name ? str_value(*name, 200) : std::nullopt;
@@ -212,7 +213,7 @@ bool ObjectReader::render_value(Address object, const TypeInfo& type, std::strin
     case Kind::function: {
         std::uint32_t at = o.function_qualname != kAbsent ? o.function_qualname : o.function_name;
         if (at == kAbsent) return false;
-        auto name = memory_.read_value<std::uint64_t>(object + at);
+        auto name = process::read_field<std::uint64_t>(memory_, object, at);
         auto text = name ? str_value(*name, 200) : std::nullopt;
         if (!text) return false;
         out += fmt::format("<function {} at 0x{:x}>", *text, object);
@@ -227,7 +228,7 @@ bool ObjectReader::render_value(Address object, const TypeInfo& type, std::strin
     }
     case Kind::cell: {
         if (o.cell_ref == kAbsent) return false;
-        auto ref = memory_.read_value<std::uint64_t>(object + o.cell_ref);
+        auto ref = process::read_field<std::uint64_t>(memory_, object, o.cell_ref);
         if (!ref) return false;
         if (*ref == 0 || depth >= kMaxDepth) {
             out += *ref == 0 ? "<cell: empty>" : "<cell>";
@@ -244,13 +245,14 @@ bool ObjectReader::render_value(Address object, const TypeInfo& type, std::strin
             out += type.name + "(...)";
             return true;
         }
-        auto args = memory_.read_value<std::uint64_t>(object + o.exception_args);
+        auto args = process::read_field<std::uint64_t>(memory_, object, o.exception_args);
         const TypeInfo* args_type = args ? type_of(*args) : nullptr;
         if (args_type == nullptr || args_type->kind != Kind::tuple) return false;
-        auto count = memory_.read_value<std::int64_t>(*args + o.var_size);
+        auto count = process::read_field<std::int64_t>(memory_, *args, o.var_size);
         if (!count || *count < 0) return false;
         std::vector<Address> items(std::min<std::size_t>(static_cast<std::size_t>(*count), 8));
-        if (!memory_.read(*args + o.tuple_items, items.data(), items.size() * sizeof(Address)))
+        if (!process::read_field_bytes(memory_, *args, o.tuple_items, items.data(),
+                                       items.size() * sizeof(Address)))
             return false;
         out += type.name + "(";
         for (std::size_t i = 0; i < items.size() && out.size() < limit; ++i) {
@@ -275,7 +277,7 @@ bool ObjectReader::render_text(Address object, const TypeInfo& type, std::string
     std::uint32_t length_at = type.kind != Kind::unicode ? o.var_size
                               : py2                      ? o.py2_unicode_length
                                                          : o.unicode_length;
-    auto length = memory_.read_value<std::int64_t>(object + length_at);
+    auto length = process::read_field<std::int64_t>(memory_, object, length_at);
     if (!length || *length < 0) return false;
     auto total = static_cast<std::size_t>(*length);
     std::size_t room = limit > out.size() + 4 ? limit - out.size() - 4 : 1;
@@ -289,7 +291,9 @@ bool ObjectReader::render_text(Address object, const TypeInfo& type, std::string
         if (take < total && text.size() >= 3) text.resize(text.size() - 3); // str_value's "..."
     } else {
         text.resize(take);
-        if (take > 0 && !memory_.read(object + o.bytes_data, text.data(), take)) return false;
+        if (take > 0 &&
+            !process::read_field_bytes(memory_, object, o.bytes_data, text.data(), take))
+            return false;
     }
     std::size_t mark = out.size();
     auto quote = [&](std::size_t quote_limit) {
@@ -313,7 +317,7 @@ bool ObjectReader::render_items(Address object, const TypeInfo& type, std::strin
     bool is_set = kind == Kind::set || kind == Kind::frozenset;
     std::uint32_t total_at = kind == Kind::dict ? o.dict_used : is_set ? o.set_used : o.var_size;
     if (total_at == kAbsent) return false;
-    auto total = memory_.read_value<std::int64_t>(object + total_at);
+    auto total = process::read_field<std::int64_t>(memory_, object, total_at);
     if (!total || *total < 0 || *total > (std::int64_t{1} << 40)) return false;
     auto count = static_cast<std::uint64_t>(*total);
     const char* open = kind == Kind::tuple ? "(" : kind == Kind::list ? "[" : "{";
@@ -352,9 +356,9 @@ bool ObjectReader::render_items(Address object, const TypeInfo& type, std::strin
     };
     bool readable = true;
     if (kind == Kind::tuple || kind == Kind::list) {
-        Address items = object + o.tuple_items;
+        Address items = process::field_address(object, o.tuple_items, 0).value_or(0);
         if (kind == Kind::list) {
-            auto pointer = memory_.read_value<std::uint64_t>(object + o.list_items);
+            auto pointer = process::read_field<std::uint64_t>(memory_, object, o.list_items);
             if (!pointer || !plausible(*pointer)) return false;
             items = *pointer;
         }

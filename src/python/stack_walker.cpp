@@ -8,6 +8,7 @@
 
 #include "spyglass/process/bytes.hpp"
 #include "spyglass/process/checked.hpp"
+#include "spyglass/process/remote_field.hpp"
 #include "spyglass/python/debug_offsets.hpp"
 #include "spyglass/python/interpreter.hpp"
 
@@ -15,8 +16,18 @@ namespace spyglass::python {
 
 namespace {
 
+using process::checked_add;
+using process::checked_sub;
+using process::field_address;
 using process::load;
 using process::range_within;
+
+// What the walkers remember of each thread's previous walk (the addresses of its frames, for
+// one batched read of them the next time) is forgotten, all of it, once it holds more thread
+// states or more addresses than these: at most 8 MiB of addresses however many threads come
+// and go.
+constexpr std::size_t kMaxRememberedThreads = 4 * kMaxThreads;
+constexpr std::size_t kMaxRememberedFrames = std::size_t{1} << 20;
 
 // A set of frame addresses seen in this walk. Generation stamps make clearing free.
 class VisitedSet {
@@ -80,7 +91,7 @@ class ObjectFrameWalker final : public StackWalker {
         out.clear();
         visited_.reset();
         out.tstate = thread.tstate;
-        out.head_slot = thread.tstate + o.tstate_frame;
+        out.head_slot = field_address(thread.tstate, o.tstate_frame, 8).value_or(0);
         out.head = thread.frame;
         if (read_size_ == 0 && thread.frame != 0)
             return fail(out, StackEnd::corrupt, {Errc::unsupported, thread.frame});
@@ -120,15 +131,18 @@ class ObjectFrameWalker final : public StackWalker {
             out.links[out.link_count++] = {frame, back, raw.code};
             frame = back;
         }
+        remembered_frames_ -= previous_chain.size();
         previous_chain.clear();
         for (std::uint32_t i = 0; i < out.link_count; ++i)
             previous_chain.push_back(out.links[i].frame);
+        remembered_frames_ += previous_chain.size();
     }
 
     // The thread's head pointer, then each frame object again: same parent, same code, and
     // whether it is still alive.
     void add_verification(const RawStack& stack, VerifyBatch& batch) const override {
         batch.add(stack.head_slot, 8);
+        // The walk read read_size_ bytes at each frame, which hold these: no sum wraps.
         for (std::uint32_t i = 0; i < stack.link_count; ++i)
             batch.add(stack.links[i].frame + link_low_, link_span_);
     }
@@ -175,7 +189,10 @@ class ObjectFrameWalker final : public StackWalker {
     // the same frame objects at the same addresses: read them all in one call, then only the
     // new ones one by one.
     std::vector<Address>& remembered(Address tstate) {
-        if (chains_.size() > 4 * kMaxFrames) chains_.clear();
+        if (chains_.size() > kMaxRememberedThreads || remembered_frames_ > kMaxRememberedFrames) {
+            chains_.clear();
+            remembered_frames_ = 0;
+        }
         return chains_[tstate];
     }
 
@@ -218,6 +235,7 @@ class ObjectFrameWalker final : public StackWalker {
     std::uint32_t link_low_ = 0, link_span_ = 0;         // the bytes holding those fields
     VisitedSet visited_;
     std::unordered_map<Address, std::vector<Address>> chains_; // per thread state
+    std::size_t remembered_frames_ = 0;                        // in chains_, in all
     std::vector<std::uint8_t> speculative_;
     std::vector<process::ReadOp> ops_;
 };
@@ -248,9 +266,10 @@ class InterpreterFrameWalker final : public StackWalker {
         // read again in the same call as the chunk: the frame the thread is in as the chunk is
         // copied, not the one it was in when the thread list was read.
         out.head_slot = thread.cframe != 0 && o.cframe_current_frame != kAbsent
-                            ? thread.cframe + o.cframe_current_frame
-                        : o.tstate_current_frame != kAbsent ? thread.tstate + o.tstate_current_frame
-                                                            : 0;
+                            ? field_address(thread.cframe, o.cframe_current_frame, 8).value_or(0)
+                        : o.tstate_current_frame != kAbsent
+                            ? field_address(thread.tstate, o.tstate_current_frame, 8).value_or(0)
+                            : 0;
         out.head = thread.frame;
         // 3.11 / 3.12: a new eval loop publishes its cframe (tstate->cframe) before it sets
         // the cframe's current frame; only the outermost cframe may have none.
@@ -263,10 +282,13 @@ class InterpreterFrameWalker final : public StackWalker {
         Address outer_cframe = 0;
         if (auto fresh = copy_current_chunk(
                 thread, out.head_slot,
-                via_cframe && o.cframe_previous != kAbsent ? thread.cframe + o.cframe_previous : 0,
+                via_cframe && o.cframe_previous != kAbsent
+                    ? field_address(thread.cframe, o.cframe_previous, 8).value_or(0)
+                    : 0,
                 outer_cframe))
             out.head = *fresh;
         Address frame = out.head;
+        outside_frames_ -= outside.size();
         outside.clear(); // refilled with the frames this walk meets outside the chunks
         if (frame == 0 && outer_cframe != 0)
             return fail(out, StackEnd::inconsistent, {Errc::corrupt, thread.cframe});
@@ -287,13 +309,15 @@ class InterpreterFrameWalker final : public StackWalker {
                     return fail(out, StackEnd::read_failed, status.error());
                 }
                 outside.push_back(frame);
+                ++outside_frames_;
                 bytes = single;
                 // A thread-owned frame outside the copied part of the chunks was pushed after
                 // datastack_top was read (it is above it, in the current chunk), or is in an
                 // older chunk (a deep stack). Generator frames live in heap objects.
                 if (single[o.iframe_owner] == o.owner_thread) {
-                    if (current_chunk_ != 0 && current_chunk_size_ > o.chunk_data &&
-                        range_within(frame, frame_read_size_, current_chunk_ + o.chunk_data,
+                    auto data = checked_add(current_chunk_, o.chunk_data);
+                    if (current_chunk_ != 0 && data && current_chunk_size_ > o.chunk_data &&
+                        range_within(frame, frame_read_size_, *data,
                                      current_chunk_size_ - o.chunk_data)) {
                         in_chunk = true;
                     } else if (copy_older_chunk(frame)) {
@@ -327,10 +351,14 @@ class InterpreterFrameWalker final : public StackWalker {
             RawFrame& raw = out.frames[out.depth++];
             raw.code = code;
             raw.frame = frame;
-            auto delta = static_cast<std::int64_t>(instr - (code + o.code_code_adaptive));
-            raw.offset = delta < 0 ? -1
-                                   : static_cast<std::int32_t>(std::min<std::int64_t>(
-                                         delta / 2, std::numeric_limits<std::int32_t>::max()));
+            // Code units from the first instruction; before it (or from a code address whose
+            // sum wraps): not started.
+            auto into = checked_add(code, o.code_code_adaptive).and_then([&](Address first) {
+                return checked_sub(instr, first);
+            });
+            raw.offset = !into ? -1
+                               : static_cast<std::int32_t>(std::min<std::uint64_t>(
+                                     *into / 2, std::numeric_limits<std::int32_t>::max()));
             raw.flags = owner == o.owner_generator ? RawFrame::generator : 0;
             raw.anchor = 0;
             if (o.iframe_is_entry != kAbsent && bytes[o.iframe_is_entry] != 0) {
@@ -355,7 +383,7 @@ class InterpreterFrameWalker final : public StackWalker {
             if (chunk < 0) continue;
             auto& [low, high] = chunk_span_[static_cast<std::size_t>(chunk)];
             low = std::min(low, frame);
-            high = std::max(high, frame + frame_read_size_);
+            high = std::max(high, frame + frame_read_size_); // holds() checked: no wrap
         }
         std::vector<int>& chunk_region = chunk_region_;
         chunk_region.assign(chunks_.size(), -1);
@@ -401,8 +429,11 @@ class InterpreterFrameWalker final : public StackWalker {
     static constexpr std::size_t kChunkSlack = 2048; // room for frames pushed meanwhile
     static constexpr std::size_t kMaxChunks = 256;
 
+    // Copies `length` bytes of a chunk; the copies of one walk take kMaxChunkBytes in all.
     bool copy(Address base, std::size_t length) {
-        if (length > kMaxChunkBytes || chunks_.size() == kMaxChunks) return false;
+        if (length > kMaxChunkBytes - std::min(buffer_used_, kMaxChunkBytes) ||
+            chunks_.size() == kMaxChunks)
+            return false;
         if (buffer_.size() < buffer_used_ + length) buffer_.resize(buffer_used_ + length);
         if (!memory_.read(base, buffer_.data() + buffer_used_, length)) return false;
         chunks_.push_back({base, length, buffer_used_});
@@ -415,7 +446,10 @@ class InterpreterFrameWalker final : public StackWalker {
     // Frames of the last walk of a thread that were outside its chunks: the C-stack entry frames
     // of 3.12+ and generator frames. They are read again with the chunk, in the same call.
     std::vector<Address>& outside_frames(Address tstate) {
-        if (outside_.size() > 4 * kMaxFrames) outside_.clear();
+        if (outside_.size() > kMaxRememberedThreads || outside_frames_ > kMaxRememberedFrames) {
+            outside_.clear();
+            outside_frames_ = 0;
+        }
         return outside_[tstate];
     }
 
@@ -476,7 +510,7 @@ class InterpreterFrameWalker final : public StackWalker {
             load<std::uint64_t>(buffer_.data() + chunks_.back().at + layout_.off.chunk_size);
         if (current_chunk_size_ < length || current_chunk_size_ > kMaxChunkBytes)
             current_chunk_size_ = length;
-        if (chunk_sizes_.size() > 4 * kMaxFrames) chunk_sizes_.clear();
+        if (chunk_sizes_.size() > kMaxRememberedThreads) chunk_sizes_.clear();
         chunk_sizes_[chunk] = current_chunk_size_;
         if (!have_head) return std::nullopt;
         return head;
@@ -492,7 +526,8 @@ class InterpreterFrameWalker final : public StackWalker {
             Address previous = header[o.chunk_previous / 8];
             std::uint64_t size = header[o.chunk_size / 8];
             if (size > kMaxChunkBytes || size <= o.chunk_data) return false;
-            if (range_within(frame, 1, chunk + o.chunk_data, size - o.chunk_data)) {
+            auto data = checked_add(chunk, o.chunk_data);
+            if (data && range_within(frame, 1, *data, size - o.chunk_data)) {
                 // `top` of a chunk that is not the current one counts pointer slots from
                 // data[0].
                 std::uint64_t slots = header[o.chunk_top / 8];
@@ -534,6 +569,7 @@ class InterpreterFrameWalker final : public StackWalker {
     Address current_chunk_ = 0; // tstate->datastack_chunk, when copied
     std::unordered_map<Address, std::uint64_t> chunk_sizes_;    // from their headers
     std::unordered_map<Address, std::vector<Address>> outside_; // per thread state
+    std::size_t outside_frames_ = 0;                            // in outside_, in all
     std::vector<Address> speculated_; // outside frames of the previous walk
     std::vector<std::uint8_t> speculated_bytes_;
     bool speculated_read_ = false;

@@ -8,6 +8,7 @@
 
 #include "spyglass/process/bytes.hpp"
 #include "spyglass/process/checked.hpp"
+#include "spyglass/process/remote_field.hpp"
 
 namespace spyglass::python {
 
@@ -50,7 +51,9 @@ process::ReadStatus read_span(RemoteMemory& memory, Address object, std::uint64_
     }
     if (length > kMaxStrBytes) return corrupt(object);
     scratch.resize(static_cast<std::size_t>(length));
-    if (auto status = memory.read(object + offset, scratch.data(), scratch.size()); !status)
+    if (auto status =
+            process::read_field_bytes(memory, object, offset, scratch.data(), scratch.size());
+        !status)
         return status;
     data = scratch.data();
     return {};
@@ -231,8 +234,8 @@ process::ReadStatus read_bytes(RemoteMemory& memory, const Layout& layout, Addre
     std::size_t in_probe = std::min(out.size(), probe.size() - o.bytes_data);
     if (in_probe > 0) std::memcpy(out.data(), probe.data() + o.bytes_data, in_probe);
     if (in_probe < out.size())
-        return memory.read(object + o.bytes_data + in_probe, out.data() + in_probe,
-                           out.size() - in_probe);
+        return process::read_field_bytes(memory, object, o.bytes_data + in_probe,
+                                         out.data() + in_probe, out.size() - in_probe);
     return {};
 }
 

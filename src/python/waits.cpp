@@ -1,5 +1,7 @@
 #include "spyglass/python/waits.hpp"
 
+#include "spyglass/process/remote_field.hpp"
+
 namespace spyglass::python {
 
 namespace {
@@ -54,7 +56,8 @@ GilWords::GilWords(process::RemoteMemory& memory, const TargetInfo& target)
     for (const auto& [at, size] : target.gil_statics)
         fixed_.push_back({at, size});
     if (target.runtime != 0 && o.runtime_gil != kAbsent && o.gil_size != kAbsent)
-        fixed_.push_back({target.runtime + o.runtime_gil, o.gil_size});
+        if (auto gil = process::field_address(target.runtime, o.runtime_gil, o.gil_size))
+            fixed_.push_back({*gil, o.gil_size});
 }
 
 bool GilWords::known() const noexcept {
@@ -78,7 +81,7 @@ bool GilWords::is_gil(Address futex, Address interp) {
     if (interp == 0 || o.interp_ceval_gil == kAbsent || o.gil_size == kAbsent) return false;
     auto it = per_interp_.find(interp);
     if (it == per_interp_.end()) {
-        auto pointer = memory_.read_value<std::uint64_t>(interp + o.interp_ceval_gil);
+        auto pointer = process::read_field<std::uint64_t>(memory_, interp, o.interp_ceval_gil);
         if (!pointer || *pointer == 0) return false;
         it = per_interp_.emplace(interp, Range{*pointer, o.gil_size}).first;
     }

@@ -20,7 +20,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 import harness  # noqa: E402,F401  (re-exported for the tests)
 
-FORMATS = {"folded": ".txt", "speedscope": ".json", "flamegraph": ".svg", "pprof": ".pb.gz"}
+FORMATS = {"folded": ".txt", "speedscope": ".json", "flamegraph": ".svg", "pprof": ".pb.gz",
+           "chrometrace": ".trace.json", "raw": ".sgr"}
 
 
 def seeded_random(test_name):
@@ -165,8 +166,43 @@ def check_pprof(test, path):
     return result.stdout
 
 
+def check_chrometrace(test, path):
+    from test_chrometrace import check_trace  # tests/integration, on the path with harness
+    with open(path, encoding="utf-8") as f:
+        document = json.load(f)
+    tracks, _ = check_trace(test, document)
+    test.assertTrue(any(tracks.values()), "no slice in the trace")
+    return document
+
+
+def check_raw(test, path):
+    """A raw recording (--raw, written beside a folded -o PATH.txt): `spyglass report` reads
+    it to its last block, not cut short, and renders what the folded output of the same capture
+    holds, byte for byte."""
+    folded = path[:-len(".sgr")] + ".txt"
+    again = path + ".txt"
+    result = subprocess.run([harness.SPYGLASS, "report", path, "-o", again],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, encoding="utf-8",
+                            timeout=harness.TIMEOUT)
+    test.assertEqual(result.returncode, 0, result.stderr)
+    test.assertNotIn("cut short", result.stderr)
+    check_folded(test, again)
+    with open(folded, "rb") as direct, open(again, "rb") as reported:
+        test.assertEqual(direct.read(), reported.read(), "report of %s" % path)
+    os.unlink(again)
+    return result
+
+
 CHECKS = {"folded": check_folded, "speedscope": check_speedscope, "flamegraph": check_svg,
-          "pprof": check_pprof}
+          "pprof": check_pprof, "chrometrace": check_chrometrace, "raw": check_raw}
+
+
+def output_args(path, format_name):
+    """record's arguments that write `path` in its format: -o PATH, or for the raw recording
+    --raw PATH beside a folded -o (check_raw compares the two)."""
+    if format_name == "raw":
+        return ["-o", path[:-len(".sgr")] + ".txt", "--raw", path]
+    return ["-o", path]
 
 
 def check_complete(test, path, format_name):

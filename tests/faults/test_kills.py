@@ -1,5 +1,5 @@
 """Nothing is lost and the target is unharmed when something dies mid-recording: the target
-exits or is SIGKILLed at random moments (every format, the versions in turn), spyglass is
+exits or is SIGKILLed at random moments (the formats and the versions in turn), spyglass is
 SIGKILLed during --blocking (every version), SIGINT or SIGTERM once stops a recording with a
 complete file. The moments come from a seeded generator (the seed is printed)."""
 import os
@@ -12,7 +12,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import faults  # noqa: E402
 from faults import harness  # noqa: E402
 
-RUNS_PER_FORMAT = int(os.environ.get("SPYGLASS_FAULT_RUNS", "10"))
+# Runs of the random-kill loop, the formats in turn (faults.FORMATS: 40 runs give each of the
+# six 6 or 7).
+RUNS = int(os.environ.get("SPYGLASS_FAULT_RUNS", "40"))
 
 
 def wait_running(test, pid, timeout=5):
@@ -31,7 +33,8 @@ class TargetDies(unittest.TestCase):
         pythons = faults.installed_pythons()
         if not pythons:
             self.skipTest("no Python interpreter installed")
-        runs = [(name, i) for name in sorted(faults.FORMATS) for i in range(RUNS_PER_FORMAT)]
+        formats = sorted(faults.FORMATS)
+        runs = [(formats[i % len(formats)], i) for i in range(RUNS)]
         rng.shuffle(runs)
         written = refused = 0
         with faults.Workdir() as work:
@@ -43,25 +46,29 @@ class TargetDies(unittest.TestCase):
                 where = "run %d (seed %d): %s %s at %.2f s, %s, %d Hz" % (
                     n, seed, label, how, moment, format_name, rate)
                 out = work.file("p%d%s" % (n, faults.FORMATS[format_name]))
+                args = faults.output_args(out, format_name)
                 lifetime = [moment] if how == "exit" else []
                 with harness.Target(python, "record_target.py", *lifetime) as target:
-                    recorder = faults.start_record("--pid", target.pid, "-o", out, "-r", rate)
+                    recorder = faults.start_record("--pid", target.pid, "-r", rate, *args)
                     if how == "SIGKILL":
                         time.sleep(moment)
                         target.process.kill()
                     code, _, err = faults.finish(recorder)
-                if code == 1 and not os.path.exists(out):
+                if code == 1 and not os.path.exists(args[1]):
                     # Gone before spyglass could attach: said in one line, nothing written.
                     self.assertRegex(err, r"^spyglass: error: (no process with PID|process \d+ "
                                      r"(has )?exited)", where)
                     refused += 1
+                    if os.path.exists(out):  # the raw file, opened before attaching
+                        os.unlink(out)
                     continue
                 self.assertEqual(code, 0, "%s: %s" % (where, err))
                 self.assertIn("the target exited", err, where)
                 with self.subTest(where):
                     faults.check_complete(self, out, format_name)
                 written += 1
-                os.unlink(out)
+                for path in {out, args[1]}:  # the raw file has a folded one beside it
+                    os.unlink(path)
             self.assertEqual(faults.temporaries(work.path), [])
         sys.stderr.write("%d runs: %d complete files, %d ended before attaching\n"
                          % (len(runs), written, refused))

@@ -2,6 +2,7 @@
 // neither crash nor hang nor read out of bounds, whatever the bytes are. One entry point,
 // LLVMFuzzerTestOneInput, dispatching on the first byte; driver.cpp runs it without libFuzzer
 // (g++ has none), and a libFuzzer build can link this file as it is.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -85,6 +86,7 @@ void stacks(std::span<const std::uint8_t> data) {
     spyglass::python::PythonProcess process(memory, target);
     std::vector<spyglass::python::ThreadRecord> threads;
     (void)process.read_threads(threads);
+    (void)process.read_threads(threads); // the one-batch path, with the GIL's words
     spyglass::python::ThreadRecord forged;
     forged.tstate = pointer(data, 16);
     forged.frame = pointer(data, 24);
@@ -119,13 +121,47 @@ void text(std::span<const std::uint8_t> data) {
 
 // A live-looking process, built once per layout with real structures: an interpreter, a thread
 // with a 6-frame stack (3.11+: in its data-stack chunk, and a generator frame outside it), an
-// idle thread. Each input then corrupts it in place (and the corruption is undone after):
-// bytes flipped, words set to 0, -1 or pointers elsewhere in the heap, as a torn read or a
-// freed object would leave them.
+// idle thread, the GIL held by the first. Each input then corrupts it in place (and the corruption
+// is undone after): bytes flipped, words set to 0, -1 or pointers elsewhere in the heap, as a torn
+// read or a freed object would leave them.
 struct Scenario {
     std::unique_ptr<spyglass::testing::FakePython> fake;
     std::vector<std::pair<Address, std::size_t>> hot; // where corruption is worth making
 };
+
+// The GIL, held by `holder`, where the layout's GIL model has it: a static current thread state
+// (2.7), two statics (3.6), in _PyRuntime (3.7 - 3.11), behind the interpreter's pointer (3.12+).
+// The pointer and the words are in the corrupted memory: a GIL pointer near 2^64 reaches the
+// GIL reads of both ways of reading the thread list.
+void hold_the_gil(spyglass::testing::FakePython& fake, Address interp, Address holder) {
+    using spyglass::python::GilModel;
+    const spyglass::python::LayoutOffsets& o = fake.off();
+    spyglass::python::TargetInfo& target = fake.target();
+    switch (fake.target().layout.gil_model) {
+    case GilModel::thread_state_current:
+        target.tstate_current = fake.alloc(8);
+        fake.put<std::uint64_t>(target.tstate_current, 0, holder);
+        break;
+    case GilModel::static_globals:
+        target.gil_locked = fake.alloc(8);
+        target.gil_last_holder = fake.alloc(8);
+        fake.put<std::int32_t>(target.gil_locked, 0, 1);
+        fake.put<std::uint64_t>(target.gil_last_holder, 0, holder);
+        break;
+    case GilModel::runtime_gil:
+        target.runtime = fake.alloc(std::max(o.runtime_gil_locked, o.runtime_gil_last_holder) + 8);
+        fake.put<std::int32_t>(target.runtime, o.runtime_gil_locked, 1);
+        fake.put<std::uint64_t>(target.runtime, o.runtime_gil_last_holder, holder);
+        break;
+    case GilModel::interpreter_gil: {
+        Address gil = fake.alloc(o.gil_size);
+        fake.put<std::uint64_t>(interp, o.interp_ceval_gil, gil);
+        fake.put<std::int32_t>(gil, o.gil_locked, 1);
+        fake.put<std::uint64_t>(gil, o.gil_last_holder, holder);
+        break;
+    }
+    }
+}
 
 Scenario& scenario_for(const spyglass::python::Layout& layout) {
     static std::map<const spyglass::python::Layout*, Scenario> built;
@@ -157,6 +193,7 @@ Scenario& scenario_for(const spyglass::python::Layout& layout) {
     }
     fake.set_frame(busy, previous, new_model ? &chunk : nullptr);
     fake.set_frame(idle, 0, new_model ? &chunk : nullptr);
+    hold_the_gil(fake, interp, busy);
     scenario.hot.emplace_back(after_interp, FakePython::kHeap + fake.used() - after_interp);
     return scenario;
 }
@@ -222,6 +259,7 @@ class Corruption {
 void read_every_stack(spyglass::python::PythonProcess& process) {
     std::vector<spyglass::python::ThreadRecord> threads;
     (void)process.read_threads(threads);
+    (void)process.read_threads(threads); // the one-batch path, with the GIL's words
     spyglass::model::FrameTable frames;
     spyglass::sampling::StackReader reader(process, frames, {});
     std::vector<spyglass::model::FrameId> ids;
@@ -229,6 +267,7 @@ void read_every_stack(spyglass::python::PythonProcess& process) {
         (void)reader.read(thread, ids);
         (void)reader.read(thread, ids, {.thread_stopped = true, .retries = 1});
         (void)process.reread_thread(thread);
+        (void)process.gil_holder(thread.interp);
     }
 }
 
@@ -270,6 +309,12 @@ void corrupted_debug_offsets(std::span<const std::uint8_t> data) {
     Corruption corruption(scenario, data.subspan(split));
     spyglass::python::TargetInfo target = scenario.fake->target();
     target.layout = parsed->layout;
+    if (data[0] & 0x80) {
+        // As on 3.14: no holds_gil bit in the thread state, so the GIL itself is read, at the
+        // mutated descriptor's offsets.
+        target.layout.off.tstate_status = spyglass::python::kAbsent;
+        target.layout.off.tstate_holds_gil_bit = spyglass::python::kAbsent;
+    }
     spyglass::python::PythonProcess process(shared_memory(scenario), target);
     read_every_stack(process);
 }

@@ -1,8 +1,9 @@
 """--push against local HTTP servers on 127.0.0.1 that the test starts (each serves in a loop
 that ends by itself): a server that takes the windows gets each as a Pyroscope ingest request
 whose body decodes as pprof with the windows' samples, the labels and the header asked for
-(never printed); a server that answers 500, one that never answers and one that is not there
-cost bounded retries, flat memory, a complete recording and drops that are counted."""
+(never printed); a server that answers 500 (retried after each back-off in full, the URL's
+password never printed), one that never answers and one that is not there cost bounded
+retries, flat memory, a complete recording and drops that are counted."""
 import glob
 import http.server
 import os
@@ -20,6 +21,7 @@ import harness  # noqa: E402
 import pprof_decode  # noqa: E402
 
 TOKEN = "secret-token-7f3a91"
+PASSWORD = "secret-password-51c2"
 SAMPLES = re.compile(r"spyglass: (?:the target exited; )?([\d,]+) samples? in")
 PUSHED = re.compile(r"push: ([\d,]+) windows? sent to \S+; ([\d,]+) failed, ([\d,]+) dropped "
                     r"\(([\d,]+) attempts\)")
@@ -31,6 +33,7 @@ class Server(object):
 
     def __init__(self, status=200, lifetime=120):
         self.requests = []
+        self.times = []  # when each request came, in the same order
         self.release = threading.Event()
         outer = self
 
@@ -39,6 +42,7 @@ class Server(object):
                 length = int(self.headers.get("Content-Length", 0))
                 body = self.rfile.read(length)
                 outer.requests.append((self.path, dict(self.headers), body))
+                outer.times.append(time.monotonic())
                 if status is None:
                     outer.release.wait(lifetime)
                     return
@@ -183,19 +187,35 @@ class PushTests(unittest.TestCase):
         return failed, dropped, attempts
 
     def test_a_server_that_answers_500(self):
+        # The URL carries a user and password: never printed (the summary, the warnings).
         server = Server(500)
+        url = server.url.replace("http://", "http://pusher:%s@" % PASSWORD)
         try:
             with harness.Target(self.python, "record_target.py") as target:
-                code, err, elapsed, _ = self.record(target, server.url, 4, "--push-timeout", 1)
+                code, err, elapsed, _ = self.record(target, url, 4, "--push-timeout", 1)
         finally:
             server.close()
         self.assertEqual(code, 0, err)
         failed, dropped, attempts = self.check_not_pushed(err, 4)
+        self.assertNotIn(PASSWORD, err)
+        self.assertIn("http://***@127.0.0.1:", err)
         # One attempt and at most three retries per window, each counted and seen.
         self.assertEqual(attempts, len(server.requests))
         self.assertLessEqual(attempts, 4 * 4)
         self.assertGreaterEqual(failed, 1)
         self.assertIn("answered HTTP 500", err)
+        # The retries of a window keep their back-off (0.5 s, then 1 s, then 2 s) although new
+        # windows come every second (they used to cut it short). The tolerance is for the
+        # requests' own latency.
+        attempts_of = {}
+        for (path, _, _), at in zip(server.requests, server.times):
+            query = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(path).query))
+            attempts_of.setdefault((query["from"], query["until"]), []).append(at)
+        gaps = [(window, k, later - earlier) for window, times in attempts_of.items()
+                for k, (earlier, later) in enumerate(zip(times, times[1:]))]
+        self.assertTrue(any(k >= 1 for _, k, _ in gaps), attempts_of)  # a 1 s back-off seen
+        for window, k, gap in gaps:
+            self.assertGreaterEqual(gap, 0.5 * 2 ** k - 0.15, (window, k, attempts_of))
         # The end waits for the backend one request's time (and a second) at most.
         self.assertLess(elapsed, 4 + 1 + 1 + 4)
 

@@ -1,5 +1,5 @@
 """py-spy's spellings, so that scripts and muscle memory carry over: --idle, --nonblocking,
--g, -n (refused clearly: no native frames yet), -d unlimited, -f raw, -f chrometrace,
+-g, -n (native frames merged in), -d unlimited, -f raw, -f chrometrace,
 --hideprogress, dump --subprocesses and --full-filenames; and the progress line on a terminal
 (a bar with -d, a sane rate from the first update, none in launch mode so that the command's
 output keeps its own lines). One interpreter is enough: these are command-line behaviours.
@@ -172,9 +172,12 @@ class PySpySpellings(unittest.TestCase):
         self.assertTrue(all(re.match(r"^.+ \d+$", line) for line in text.splitlines()), text[:300])
 
     def test_chrometrace_of_a_recording(self):
-        out = self.path("recording.trace.json")  # the extension alone picks the format
+        # py-spy's -f chrometrace, on a name whose extension alone would pick speedscope (the
+        # fault tests' random-kill loop writes .trace.json files with no -f).
+        out = self.path("recording.json")
         with harness.Target(self.python, "record_target.py") as target:
-            self.record("--pid", target.pid, "-d", 1, "-o", out)
+            result = self.record("--pid", target.pid, "-d", 1, "-f", "chrometrace", "-o", out)
+        self.assertIn("wrote chrometrace to " + out, result.stderr)
         with open(out, encoding="utf-8") as f:
             doc = json.load(f)
         tracks, names = check_trace(self, doc)

@@ -1,8 +1,8 @@
 """The raw recording and `spyglass report`: a raw file renders to the same output as the
-direct recording of the same capture (byte for byte), --from/--to and --thread slices are
-exact, --summary, a file cut by SIGKILL is read up to its last whole block (and report says
-so, and its summary still names the target's Python), a newer format version and a file that
-is not a recording are refused."""
+direct recording of the same capture (byte for byte), --from/--to, --thread, --pid and --gil
+slices are exact, --summary, a file cut by SIGKILL is read up to its last whole block (and
+report says so, and its summary still names the target's Python), a newer format version and a
+file that is not a recording are refused."""
 import os
 import re
 import signal
@@ -126,6 +126,24 @@ class RawTests(unittest.TestCase):
         by_tid = os.path.join(d, "tid.txt")
         self.report(raw, "-o", by_tid, "--threads", "--thread", tid)
         self.assertEqual(folded(by_tid), expected)
+        # --pid: the target's samples are all of them; another PID's are none.
+        mine = os.path.join(d, "pid.txt")
+        self.report(raw, "-o", mine, "--threads", "--pid", target.pid)
+        self.assertEqual(folded(mine), folded(full))
+        other = os.path.join(d, "other.pb.gz")
+        self.report(raw, "-o", other, "--pid", target.pid + 1)
+        self.assertEqual(pprof_decode.totals(pprof_decode.decode_file(other)), {})
+        # --gil: exactly the samples whose gil label is true in the whole profile (the busy
+        # thread's, mostly), and not the sleeper's.
+        gil = os.path.join(d, "gil.pb.gz")
+        self.report(raw, "-o", gil, "--gil")
+        held = dict(whole, samples=[s for s in whole["samples"]
+                                    if s["labels"].get("gil") == "true"])
+        self.assertEqual(pprof_decode.totals(pprof_decode.decode_file(gil)),
+                         pprof_decode.totals(held))
+        self.assertTrue(0 < len(held["samples"]) < len(whole["samples"]))
+        self.assertFalse(any("sleeping_function" in " ".join(s["stack"])
+                             for s in held["samples"]))
         # --mode cpu keeps only on-CPU samples: the sleeper is gone.
         cpu = os.path.join(d, "cpu.txt")
         self.report(raw, "-o", cpu, "--threads", "--mode", "cpu")

@@ -157,12 +157,16 @@ class RecordTests(RecordCase):
                         stacks[:5])
 
     def test_subprocesses_are_followed(self):
+        # The command is a shell that starts a `sleep` (a child that is not Python, which -v
+        # names as skipped) and execs the Python parent.
         out = self.output("children.txt")
-        result = harness.spyglass("record", "--rate", RATE, "--subprocesses", "-o", out, "--",
-                                  self.python, os.path.join(harness.WORKLOADS,
-                                                            "subprocess_parent.py"),
+        result = harness.spyglass("-v", "record", "--rate", RATE, "--subprocesses", "-o", out,
+                                  "--", "sh", "-c", 'sleep 1 & exec "$0" "$@"', self.python,
+                                  os.path.join(harness.WORKLOADS, "subprocess_parent.py"),
                                   "-1", "1.5")
         self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertRegex(result.stderr, r"process \d+ \(sleep\) is not Python: not sampled, its "
+                         r"children are followed")
         stacks = parse_folded(out)
         roots = {f[0] for f, _ in stacks}
         self.assertGreaterEqual(len(roots), 2, roots)  # a root frame per process

@@ -74,7 +74,9 @@ class RightStacks(harness.InterpreterCase):
         stacks = parse_folded(out)
         whole, marked, cut = classify(stacks)
         self.assertEqual(cut, 0, [s for s in stacks if not s[0][0].startswith("<module>")])
-        self.assertLessEqual(marked, 0.01 * (whole + marked), (whole, marked))
+        # The goal: at most 0.1% marked (measured: none of about 2,000 in any of 3 runs per
+        # version, on 2 cores at a load average of 8).
+        self.assertLessEqual(marked, 0.001 * (whole + marked), (whole, marked))
         functions = {function_of(x) for f, _ in stacks for x in f}
         self.assertTrue({"squares", "work"} <= functions, functions)
         self.assertTrue(functions & {"<genexpr>", "work.<locals>.<genexpr>"}, functions)
@@ -87,7 +89,7 @@ class RightStacks(harness.InterpreterCase):
             result = self.record(target, out, "--rate", 1000, "--duration", 2)
             whole, marked, cut = classify(parse_folded(out))
             self.assertEqual(cut, 0)
-            self.assertLessEqual(marked, 0.01 * (whole + marked), result.stderr)
+            self.assertLessEqual(marked, 0.001 * (whole + marked), result.stderr)
             result = self.record(target, out, "--rate", 200, "--duration", 1, "--blocking")
             whole, marked, cut = classify(parse_folded(out))
             self.assertEqual((marked, cut), (0, 0), result.stderr)
@@ -204,12 +206,21 @@ class SeizedBy(object):
         return False
 
 
+PAUSE_FAILED = re.compile(r"spyglass: warning: ([\d,]+) times? could not pause a thread whose "
+                          r"stack changed faster than it could be read \((.*)\); those samples "
+                          r"are counted as errors")
+
+
 class PausingRefused(unittest.TestCase):
     def test_blocking_with_another_tracer_fails_at_once(self):
-        python = next((p for p, _ in map(harness.find_interpreter, harness.EXPECTED) if p),
-                      None)
+        # recursive.py's stack changes faster than it can be read up to 3.10 (3.11+ reads it
+        # whole): there the default mode needs pauses, and with another tracer it cannot make
+        # them.
+        older = [label for label in harness.EXPECTED if label in
+                 ("2.7", "3.6", "3.7", "3.8", "3.9", "3.10")]
+        python = next((p for p, _ in map(harness.find_interpreter, older) if p), None)
         if python is None:
-            self.skipTest("no Python interpreter installed")
+            self.skipTest("no Python 2.7 to 3.10 installed (recursive.py needs no pause on 3.11+)")
         with harness.Target(python, "recursive.py") as target:
             with SeizedBy(target.pid):
                 out = os.path.join(tempfile.gettempdir(), "spyglass-seized.txt")
@@ -218,14 +229,24 @@ class PausingRefused(unittest.TestCase):
                     self.assertEqual(result.returncode, 1, result.stderr)
                     self.assertIn("cannot pause the threads: process %d is already traced by"
                                   % target.pid, result.stderr)
-                # Without --blocking it records; pauses it could not make are said and counted.
+                    self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+                # Without --blocking it records; no pause is made, and every sample that needed
+                # one is a sampling error that the warning counts, with why. (How many need one
+                # depends on the machine's load: none in some seconds, over a hundred in others
+                # on 2 cores. The unit test PauseRefused makes the refusal certain.)
                 result = harness.spyglass("record", "-o", out, "-d", "1", "-r", 1000, "--pid",
                                           target.pid)
                 self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertNotRegex(result.stderr, r"pauses? \(p50")
                 errors = int(SUMMARY.search(result.stderr).group(2).replace(",", ""))
-                if errors:
-                    self.assertIn("could not pause a thread", result.stderr)
-                    self.assertIn("already traced by", result.stderr)
+                failed = PAUSE_FAILED.search(result.stderr)
+                failed_count = int(failed.group(1).replace(",", "")) if failed else 0
+                self.assertEqual(failed_count, errors, result.stderr)
+                if failed:
+                    self.assertIn("process %d is already traced by" % target.pid,
+                                  failed.group(2))
+                sys.stderr.write("%s: %d pauses needed and refused in 1 s\n"
+                                 % (self.id(), failed_count))
 
 
 class PrivateMountNamespace(unittest.TestCase):

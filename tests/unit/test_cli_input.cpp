@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "spyglass/cli/push.hpp"
 #include "spyglass/cli/summary.hpp"
 #include "spyglass/cli/validate.hpp"
 #include "spyglass/process/target_check.hpp"
@@ -129,6 +130,49 @@ TEST(Summary, Plurals) {
     EXPECT_EQ(cli::count_of(1, "late tick"), "1 late tick");
     EXPECT_EQ(cli::count_of(2, "sampling error"), "2 sampling errors");
     EXPECT_EQ(cli::count_of(1234, "sample"), "1,234 samples");
+}
+
+// record's closing line: one sampling error is "1 sampling error" (no recording can be made to
+// have exactly one on purpose, so the words are checked here).
+TEST(Summary, RecordLineSaysOneOfEach) {
+    model::RecordingTotals totals;
+    totals.elapsed_ns = 2'000'000'000;
+    totals.ticks = 200;
+    totals.samples = 200;
+    totals.errors = 1;
+    totals.late_ticks = 1;
+    EXPECT_EQ(
+        cli::record_summary(totals, 200, 100, "the target exited; ", "; wrote folded to p.txt"),
+        "the target exited; 200 samples in 2.0 s at 100.0 Hz (asked 100), 1 late tick, 1 "
+        "sampling error (0.50%); wrote folded to p.txt");
+    totals.samples = 1;
+    totals.ticks = 1;
+    totals.errors = 0;
+    totals.late_ticks = 0;
+    totals.elapsed_ns = 10'000'000;
+    EXPECT_EQ(cli::record_summary(totals, 1, 100, "", ""),
+              "1 sample in 0.01 s at 100.0 Hz (asked 100), 0 late ticks, 0 sampling errors "
+              "(0.00%)");
+    totals.samples = 1'234;
+    totals.errors = 1'234;
+    totals.pauses.pauses = 1;
+    totals.pauses.p50_ns = totals.pauses.p99_ns = totals.pauses.max_ns = 21'000;
+    EXPECT_EQ(cli::record_summary(totals, 1'234, 0.5, "", ""),
+              "1,234 samples in 0.01 s at 0.5 Hz (asked 0.5), 0 late ticks, 1,234 sampling "
+              "errors (100.00%); 1 pause (p50 21 µs, p99 21 µs, max 21 µs)");
+}
+
+// --push URL's user information is never printed (the summary, errors, warnings).
+TEST(Push, RedactedHidesTheUserInformation) {
+    EXPECT_EQ(cli::redacted("http://user:pass@pyroscope:4040/prefix"),
+              "http://***@pyroscope:4040/prefix");
+    EXPECT_EQ(cli::redacted("https://user:p@ss@host"), "https://***@host");
+    EXPECT_EQ(cli::redacted("http://token@host?x=1"), "http://***@host?x=1");
+    EXPECT_EQ(cli::redacted("http://host:4040/a@b"), "http://host:4040/a@b");
+    EXPECT_EQ(cli::redacted("http://host?x=a@b"), "http://host?x=a@b");
+    EXPECT_EQ(cli::redacted("http://host#a@b"), "http://host#a@b");
+    EXPECT_EQ(cli::redacted("http://host"), "http://host");
+    EXPECT_EQ(cli::redacted("not a url@all"), "not a url@all");
 }
 
 constexpr const char* kKthreaddStat =

@@ -45,6 +45,13 @@ TEST(StatusLine, NarrowTerminalsLoseTheLeastImportantPartsFirst) {
               "spyglass: [##--------]  20%  1.0 s / 5 s  1,234 samples");
 }
 
+TEST(StatusLine, OneSampleOneError) {
+    Progress p = progress(10'000'000, 1, 1);
+    p.errors = 1;
+    EXPECT_EQ(status_text(p, 0, 100, 0),
+              "spyglass: 0.0 s  1 sample  1 error  50.0 Hz (of 100)  (Ctrl-C to stop)");
+}
+
 TEST(StatusLine, WaitingForTheInterpreter) {
     Progress p = progress(3'000'000'000, 0, 0);
     p.waiting = true;

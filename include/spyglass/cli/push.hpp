@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct PushStats {
     std::uint64_t attempts = 0;
     std::string last_error; // status or curl's reason; never a header
 };
+
+// The URL without its user information (user:password@), for anything printed.
+std::string redacted(std::string_view url);
 
 class Pusher {
   public:

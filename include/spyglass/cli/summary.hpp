@@ -31,4 +31,10 @@ std::string pause_failure_warning(const model::PauseSummary& pauses);
 // A warning for captures the resolver could not keep up with, or "".
 std::string dropped_warning(const model::RecordingTotals& totals);
 
+// record's closing line, without "spyglass: ": `ending` ("the target exited; " or ""), then
+// "1,234 samples in 2.0 s at 99.7 Hz (asked 100), 0 late ticks, 1 sampling error (0.08%)",
+// the pauses, and `wrote` ("; wrote folded to p.txt"). `samples` is what the profile kept.
+std::string record_summary(const model::RecordingTotals& totals, std::uint64_t samples,
+                           double asked_hz, std::string_view ending, std::string_view wrote);
+
 } // namespace spyglass::cli

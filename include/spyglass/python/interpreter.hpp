@@ -4,6 +4,8 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -100,11 +102,27 @@ class PythonProcess {
     bool read_threads_fast(std::vector<ThreadRecord>& out, const ThreadRefresh* refresh);
     void decode_tstate(const std::uint8_t* bytes, Address tstate, Address interp,
                        std::uint32_t index, ThreadRecord& record);
+    // Where the GIL's `locked` and `last_holder` words are. Their addresses come from the target
+    // (3.12+: a pointer in the interpreter state; _PyRuntime from its ELF file), so every sum
+    // that makes them is checked: a pair that wraps is no GIL (nothing).
+    struct GilAddresses {
+        Address locked = 0, holder = 0;
+    };
+    static std::optional<GilAddresses> gil_words(Address locked, Address holder);
+    static std::optional<GilAddresses> gil_addresses(Address base, std::uint32_t locked,
+                                                     std::uint32_t holder);
+    // Those of `interp`'s GIL, as far as they are known without a read (the one-batch path).
+    std::optional<GilAddresses> known_gil(Address interp) const;
     // Where the GIL of an interpreter can be read (0 = unknown), and the span to read there.
     struct GilSpan {
         Address at = 0;
-        std::uint32_t length = 0;
+        std::uint64_t length = 0;
     };
+    static GilSpan covering(const GilAddresses& at);
+    // The holder (0 when the GIL is not held) from the bytes read at `at`; nothing unless both
+    // words lie in them.
+    static std::optional<Address> holder_in(std::span<const std::uint8_t> bytes, Address at,
+                                            const GilAddresses& gil);
     GilSpan gil_span(Address interp);
     std::int8_t decode_gil(const std::uint8_t* bytes, const GilSpan& span, Address interp,
                            Address tstate) const;
