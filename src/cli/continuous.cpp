@@ -127,7 +127,16 @@ Result<std::unique_ptr<RecordExtras>> RecordExtras::open(const RecordOptions& op
         header.spyglass_version = SPYGLASS_VERSION;
         header.host = host_name();
         header.target_pid = options.sampling.pid;
-        auto raw = output::RawWriter::open(options.raw, frames, stacks, std::move(header));
+        // Written beside its destination and renamed over it at the end, as every output: an
+        // old recording is never damaged and a partial one never takes the real name (after
+        // SIGKILL or a full disk the temporary file stays, readable to its last whole block).
+        auto file = OutputFile::open(options.raw, OutputFile::Role::raw_recording);
+        if (!file) return std::unexpected(file.error());
+        extras->raw_file_.emplace(std::move(*file));
+        auto fd = extras->raw_file_->begin_write_descriptor();
+        if (!fd) return std::unexpected(fd.error());
+        auto raw =
+            output::RawWriter::to_descriptor(*fd, options.raw, frames, stacks, std::move(header));
         if (!raw) return std::unexpected(raw.error());
         extras->raw_ = std::move(*raw);
         extras->tee_.add(*extras->raw_);
@@ -258,8 +267,17 @@ bool RecordExtras::finish(double recording_s) {
                              stats.dropped, stats.last_error));
     }
     if (raw_) {
-        if (raw_->error()) {
-            warn(raw_->error()->message + " (the file is readable up to its last whole block)");
+        std::optional<Error> error = raw_->error();
+        if (!error && raw_file_) {
+            if (auto committed = raw_file_->commit(); !committed) error = committed.error();
+        }
+        if (error) {
+            std::string kept = raw_file_ ? raw_file_->keep_partial() : std::string();
+            warn(error->message +
+                 (kept.empty() ? std::string(" (the file is readable up to its last whole block)")
+                               : fmt::format("; kept as {}, readable up to its last whole block "
+                                             "(spyglass report {}); {} is unchanged",
+                                             kept, kept, raw_->path())));
             ok = false;
         } else {
             std::fprintf(stderr, "spyglass: wrote the raw recording to %s (%s, %.1f KB/s)\n",

@@ -86,27 +86,45 @@ std::string errno_text(int err) {
 
 } // namespace
 
-Result<OutputFile> OutputFile::open(const std::string& path) {
+void OutputFile::abort_cleanup(std::string_view remove_path, std::string_view outcome) const {
+    if (role_ == Role::profile)
+        set_abort_cleanup(remove_path, outcome);
+    else if (remove_path.empty())
+        clear_abort_also_remove();
+    else
+        set_abort_also_remove(remove_path);
+}
+
+void OutputFile::clear_cleanup() const {
+    if (role_ == Role::profile)
+        clear_abort_cleanup();
+    else
+        clear_abort_also_remove();
+}
+
+Result<OutputFile> OutputFile::open(const std::string& path, Role role) {
     OutputFile file;
     file.path_ = path;
+    file.role_ = role;
+    const char* what = role == Role::profile ? "the output" : "the raw recording";
     auto cannot = [&](int err, std::string_view why = {}) {
-        return fail(Errc::io, "cannot write the output to {}: {}{}", path, why, errno_text(err));
+        return fail(Errc::io, "cannot write {} to {}: {}{}", what, path, why, errno_text(err));
     };
     if (path == "-" || descriptor_path(path) >= 0) {
         int fd = path == "-" ? 1 : descriptor_path(path);
         file.kind_ = path == "-" ? Kind::standard_output : Kind::direct;
         file.fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
         if (file.fd_ < 0) return cannot(errno);
-        set_abort_cleanup("", "nothing was written to " + file.shown());
+        file.abort_cleanup("", "nothing was written to " + file.shown());
         return file;
     }
     file.destination_ = follow_links(path);
     struct stat existing {};
     bool exists = ::stat(file.destination_.c_str(), &existing) == 0;
     if (exists && S_ISDIR(existing.st_mode))
-        return fail(Errc::io, "cannot write the output to {}: it is a directory", path);
+        return fail(Errc::io, "cannot write {} to {}: it is a directory", what, path);
     if (exists && S_ISBLK(existing.st_mode))
-        return fail(Errc::io, "cannot write the output to {}: it is a block device", path);
+        return fail(Errc::io, "cannot write {} to {}: it is a block device", what, path);
     if (exists && !S_ISREG(existing.st_mode)) {
         // A FIFO, a character device, a socket: rename cannot replace it, write it directly.
         file.kind_ = Kind::direct;
@@ -126,7 +144,7 @@ Result<OutputFile> OutputFile::open(const std::string& path) {
              minor(existing.st_rdev) == 7) &&
             ::write(file.fd_, "\n", 1) != 1)
             return cannot(errno);
-        set_abort_cleanup("", "nothing was written to " + file.shown());
+        file.abort_cleanup("", "nothing was written to " + file.shown());
         return file;
     }
     if (exists && ::access(file.destination_.c_str(), W_OK) != 0) return cannot(errno);
@@ -152,7 +170,7 @@ Result<OutputFile> OutputFile::open(const std::string& path) {
                                        "its destination, then renamed over it): ",
                                        directory_of(file.destination_)));
     }
-    set_abort_cleanup(file.temporary_, file.outcome());
+    file.abort_cleanup(file.temporary_, file.outcome());
     if (exists) {
         // The new file keeps the old one's permissions (and owner, when we may set it).
         [[maybe_unused]] int chmod_status = ::fchmod(file.fd_, existing.st_mode & 07777);
@@ -169,8 +187,8 @@ Result<OutputFile> OutputFile::open(const std::string& path) {
 OutputFile::OutputFile(OutputFile&& other) noexcept
     : path_(std::move(other.path_)), destination_(std::move(other.destination_)),
       temporary_(std::move(other.temporary_)), fd_(std::exchange(other.fd_, -1)),
-      stream_(std::exchange(other.stream_, nullptr)), kind_(other.kind_), existed_(other.existed_),
-      started_(other.started_), committed_(other.committed_) {
+      stream_(std::exchange(other.stream_, nullptr)), kind_(other.kind_), role_(other.role_),
+      existed_(other.existed_), started_(other.started_), committed_(other.committed_) {
     other.temporary_.clear();
     other.committed_ = true; // the moved-from object cleans nothing up
 }
@@ -186,7 +204,7 @@ void OutputFile::discard() noexcept {
     fd_ = -1;
     if (!committed_) {
         if (!temporary_.empty()) ::unlink(temporary_.c_str());
-        clear_abort_cleanup();
+        clear_cleanup();
     }
     temporary_.clear();
 }
@@ -213,17 +231,45 @@ Result<std::FILE*> OutputFile::begin_write() {
         return fail(Errc::io, "cannot write {}: {}", shown(), errno_text(errno));
     std::setvbuf(stream_, nullptr, _IOFBF, kBufferSize);
     started_ = true;
-    if (kind_ != Kind::temporary) set_abort_cleanup("", outcome());
+    if (kind_ != Kind::temporary) abort_cleanup("", outcome());
     return stream_;
 }
 
-Result<void> OutputFile::commit() {
-    if (stream_ == nullptr) return fail(Errc::io, "{} is not open", shown());
-    errno = 0;
-    bool ok = std::fflush(stream_) == 0 && !std::ferror(stream_);
-    int err = errno != 0 ? errno : EIO;
-    std::fclose(stream_);
+Result<int> OutputFile::begin_write_descriptor() {
+    if (fd_ < 0 || stream_ != nullptr || started_) return fail(Errc::io, "{} is not open", shown());
+    if (kind_ == Kind::temporary && ::lseek(fd_, 0, SEEK_SET) != 0)
+        return fail(Errc::io, "cannot write {}: {}", temporary_, errno_text(errno));
+    started_ = true;
+    if (kind_ != Kind::temporary) abort_cleanup("", outcome());
+    return fd_;
+}
+
+std::string OutputFile::keep_partial() {
+    if (stream_ != nullptr) std::fclose(stream_);
     stream_ = nullptr;
+    if (fd_ >= 0) {
+        if (kind_ == Kind::temporary) ::fsync(fd_);
+        ::close(fd_);
+    }
+    fd_ = -1;
+    std::string kept = std::exchange(temporary_, std::string());
+    committed_ = true; // nothing more to clean up: the partial file is the user's now
+    clear_cleanup();
+    return kept;
+}
+
+Result<void> OutputFile::commit() {
+    if (fd_ < 0 || (stream_ == nullptr && !started_))
+        return fail(Errc::io, "{} is not open", shown());
+    errno = 0;
+    bool ok = true;
+    int err = EIO;
+    if (stream_ != nullptr) {
+        ok = std::fflush(stream_) == 0 && !std::ferror(stream_);
+        err = errno != 0 ? errno : EIO;
+        std::fclose(stream_);
+        stream_ = nullptr;
+    }
     if (ok && kind_ == Kind::temporary && ::fsync(fd_) != 0) {
         ok = false;
         err = errno;
@@ -247,7 +293,10 @@ Result<void> OutputFile::commit() {
         }
     }
     committed_ = true;
-    set_abort_cleanup("", "the profile was written to " + shown());
+    if (role_ == Role::profile)
+        set_abort_cleanup("", "the profile was written to " + shown());
+    else
+        clear_abort_also_remove();
     return {};
 }
 

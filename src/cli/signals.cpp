@@ -22,6 +22,9 @@ struct AbortCleanup {
 };
 AbortCleanup cleanup;
 std::atomic<bool> cleanup_ready{false};
+// A second output's temporary file (the raw recording beside the profile).
+char also_remove[4096] = {};
+std::atomic<bool> also_remove_ready{false};
 
 void copy_text(char* to, std::size_t room, std::string_view text) {
     std::size_t n = std::min(text.size(), room - 1);
@@ -43,6 +46,7 @@ void write_text(const char* text) {
 [[noreturn]] void abort_now(int signal_number) {
     bool ready = cleanup_ready.load();
     if (ready && cleanup.remove_path[0] != '\0') ::unlink(cleanup.remove_path);
+    if (also_remove_ready.load() && also_remove[0] != '\0') ::unlink(also_remove);
     write_text(signal_number == SIGINT ? "\nspyglass: aborted by a second Ctrl-C (SIGINT)"
                                        : "\nspyglass: aborted by a second stop signal (SIGTERM)");
     if (ready && cleanup.outcome[0] != '\0') {
@@ -112,6 +116,16 @@ void set_abort_cleanup(std::string_view remove_path, std::string_view outcome) {
 
 void clear_abort_cleanup() {
     cleanup_ready.store(false);
+}
+
+void set_abort_also_remove(std::string_view path) {
+    also_remove_ready.store(false);
+    copy_text(also_remove, sizeof also_remove, path);
+    also_remove_ready.store(true);
+}
+
+void clear_abort_also_remove() {
+    also_remove_ready.store(false);
 }
 
 } // namespace spyglass::cli

@@ -52,6 +52,18 @@ Result<std::unique_ptr<RawWriter>> RawWriter::open(const std::string& path,
     return writer;
 }
 
+Result<std::unique_ptr<RawWriter>> RawWriter::to_descriptor(int fd, std::string shown,
+                                                            const model::FrameTable& frames,
+                                                            const model::StackTable& stacks,
+                                                            RawHeader header) {
+    std::unique_ptr<RawWriter> writer(
+        new RawWriter(std::move(shown), fd, frames, stacks, std::move(header)));
+    writer->owns_fd_ = false;
+    if (writer->impl_->zstd == nullptr)
+        return fail(Errc::io, "cannot write the raw recording: zstd has no memory");
+    return writer;
+}
+
 RawWriter::RawWriter(std::string path, int fd, const model::FrameTable& frames,
                      const model::StackTable& stacks, RawHeader header)
     : path_(std::move(path)), fd_(fd), frames_(frames), stacks_(stacks), header_(std::move(header)),
@@ -65,7 +77,7 @@ RawWriter::RawWriter(std::string path, int fd, const model::FrameTable& frames,
 }
 
 RawWriter::~RawWriter() {
-    if (fd_ >= 0 && fd_ != STDOUT_FILENO) ::close(fd_);
+    if (owns_fd_ && fd_ >= 0 && fd_ != STDOUT_FILENO) ::close(fd_);
 }
 
 void RawWriter::write_block(std::uint8_t type, std::uint8_t codec, std::string_view payload,

@@ -188,6 +188,29 @@ class FilesTests(unittest.TestCase):
             faults.check_folded(self, work.file("real.txt"))
             self.assertEqual(work.entries(), ["link.txt", "real.txt"])
 
+    def test_raw_recording_replaces_the_old_one_whole(self):
+        with faults.Workdir() as work:
+            raw = work.file("rec.sgr")
+            with open(raw, "w") as f:
+                f.write(OLD)
+            # Attaching fails: the old recording stays, no temporary file is left.
+            with NotPython() as pid:
+                result = harness.spyglass("record", "--pid", pid, "-o", work.file("x.txt"),
+                                          "--raw", raw, "-d", 1)
+            self.assertEqual(result.returncode, 1, result.stderr)
+            with open(raw) as f:
+                self.assertEqual(f.read(), OLD)
+            self.assertEqual(work.entries(), ["rec.sgr"])
+            # A recording that completes takes the name.
+            with harness.Target(self.python, "record_target.py") as target:
+                result = harness.spyglass("record", "--pid", target.pid, "-o",
+                                          work.file("x.txt"), "--raw", raw, "-d", 0.5)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(work.entries(), ["rec.sgr", "x.txt"])
+            report = harness.spyglass("report", raw, "-o", work.file("again.txt"))
+            self.assertEqual(report.returncode, 0, report.stderr)
+            self.assertNotIn("cut short", report.stderr)
+
     def test_full_disk_keeps_the_old_file(self):
         if os.geteuid() != 0:
             self.skipTest("needs root to mount a small tmpfs")
@@ -222,6 +245,33 @@ class FilesTests(unittest.TestCase):
                 with open(out) as f:
                     self.assertEqual(f.read(), OLD)
                 self.assertEqual(sorted(os.listdir(mount)), ["filler", "profile.svg"])
+                # A raw recording that fills the disk: the old one is unchanged, the partial
+                # one is kept under its temporary name, readable up to its last whole block.
+                raw = os.path.join(mount, "rec.sgr")
+                with open(raw, "w") as f:
+                    f.write(OLD)
+                os.unlink(out)
+                # Room for the first block of samples (about 7 KB for 2 threads at 1 kHz), not
+                # for the second.
+                disk = os.statvfs(mount)
+                free = disk.f_bavail * disk.f_frsize
+                os.truncate(filler, os.path.getsize(filler) + free - 12 * 1024)
+                result = harness.spyglass("record", "--pid", target.pid, "-o",
+                                          work.file("beside.txt"), "--raw", raw, "-r", 1000,
+                                          "-d", 4)
+                self.assertEqual(result.returncode, 1, result.stderr)
+                partial = [n for n in os.listdir(mount) if n.startswith(".rec.sgr.spyglass-")]
+                self.assertEqual(len(partial), 1, os.listdir(mount))
+                self.assertIn("No space left on device; kept as %s" % os.path.join(
+                    mount, partial[0]), result.stderr)
+                self.assertIn("%s is unchanged" % raw, result.stderr)
+                with open(raw) as f:
+                    self.assertEqual(f.read(), OLD)
+                report = harness.spyglass("report", os.path.join(mount, partial[0]), "-o",
+                                          work.file("partial.txt"))
+                self.assertEqual(report.returncode, 0, report.stderr)
+                self.assertIn("was cut short", report.stderr)
+                faults.check_folded(self, work.file("partial.txt"))
             finally:
                 subprocess.run(["umount", mount])
                 os.rmdir(mount)

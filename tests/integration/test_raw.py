@@ -185,13 +185,18 @@ class RawTests(unittest.TestCase):
             process = subprocess.Popen([harness.SPYGLASS, "record", "--pid", str(target.pid),
                                         "--rate", str(RATE), "-o", os.path.join(d, "x.txt"),
                                         "--raw", raw], stderr=subprocess.PIPE)
-            # Blocks go out every second of recording: wait for the third to be on disk.
+            # The recording is written beside its name and renamed at the end: until then it
+            # is the temporary file. Blocks go out every second of recording: wait for the
+            # third to be on disk.
+            partial = os.path.join(d, ".rec.sgr.spyglass-%d.tmp" % process.pid)
             deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and self.blocks(raw) < 3:
+            while time.monotonic() < deadline and self.blocks(partial) < 3:
                 time.sleep(0.05)
             process.send_signal(signal.SIGKILL)
             process.wait(timeout=30)
             process.stderr.close()
+        self.assertFalse(os.path.exists(raw), "a partial recording under the real name")
+        raw = partial
         self.assertGreaterEqual(self.blocks(raw), 3)
         # Cut the last block too, as a full disk would.
         with open(raw, "rb") as f:

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "spyglass/cli/options.hpp"
+#include "spyglass/cli/output_file.hpp"
 #include "spyglass/cli/push.hpp"
 #include "spyglass/cli/window_files.hpp"
 #include "spyglass/error.hpp"
@@ -65,6 +66,7 @@ class RecordExtras {
     const std::atomic<int>* flush_requests_ = nullptr;
     const model::FrameTable* whole_frames_ = nullptr;
     const model::StackTable* whole_stacks_ = nullptr;
+    std::optional<OutputFile> raw_file_; // the raw recording's temporary file, renamed at the end
     std::unique_ptr<output::RawWriter> raw_;
     std::unique_ptr<model::ProjectingSink> projector_; // in front of `whole`, when lines differ
     std::unique_ptr<FlushWhole> flush_;

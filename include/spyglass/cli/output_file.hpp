@@ -12,8 +12,10 @@
 // says what each fault does to each kind.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 #include "spyglass/error.hpp"
 
@@ -21,15 +23,25 @@ namespace spyglass::cli {
 
 class OutputFile {
   public:
+    // What the file holds: the profile (-o; an abort says what became of it), or the raw
+    // recording written beside it (--raw; an abort removes its temporary file too).
+    enum class Role : std::uint8_t { profile, raw_recording };
     // "-" is standard output. Probes what can be probed: the directory takes a new file, the
     // disk has room for a byte, a FIFO has a reader, /dev/full is full.
-    static Result<OutputFile> open(const std::string& path);
+    static Result<OutputFile> open(const std::string& path, Role role = Role::profile);
     OutputFile(OutputFile&& other) noexcept;
     OutputFile& operator=(OutputFile&&) = delete;
     ~OutputFile(); // removes the temporary file if commit() was never called
 
     // A stream for the profile, from its start.
     Result<std::FILE*> begin_write();
+    // The descriptor itself, for a writer that makes its own write(2) calls (the raw
+    // recording's blocks); commit() and keep_partial() close it.
+    Result<int> begin_write_descriptor();
+    // After a failed write: leaves the temporary file as it is (a raw recording is readable up
+    // to its last whole block) and returns its name; the destination is unchanged. Empty when
+    // the output was written directly (there is nothing else to keep).
+    std::string keep_partial();
     // Flushes, syncs and closes; renames the temporary file into place.
     Result<void> commit();
     // commit() if `written` succeeded; else removes the temporary file. On failure the message
@@ -41,6 +53,8 @@ class OutputFile {
     enum class Kind : std::uint8_t { temporary, direct, standard_output };
     OutputFile() = default;
     void discard() noexcept;
+    void abort_cleanup(std::string_view remove_path, std::string_view outcome) const;
+    void clear_cleanup() const;
     [[nodiscard]] std::string shown() const;   // the path for messages
     [[nodiscard]] std::string outcome() const; // what a failure or abort left at the path
 
@@ -50,6 +64,7 @@ class OutputFile {
     int fd_ = -1;
     std::FILE* stream_ = nullptr;
     Kind kind_ = Kind::temporary;
+    Role role_ = Role::profile;
     bool existed_ = false; // the destination was a file before
     bool started_ = false; // begin_write() was called (a direct output got bytes)
     bool committed_ = false;

@@ -31,5 +31,8 @@ void ignore_sigpipe();
 void set_abort_cleanup(std::string_view remove_path, std::string_view outcome);
 // Nothing to remove, nothing to say about an output.
 void clear_abort_cleanup();
+// A second temporary file an abort removes (the raw recording's), saying nothing of it.
+void set_abort_also_remove(std::string_view path);
+void clear_abort_also_remove();
 
 } // namespace spyglass::cli

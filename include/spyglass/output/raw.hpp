@@ -44,6 +44,12 @@ class RawWriter final : public model::SampleSink {
                                                    const model::FrameTable& frames,
                                                    const model::StackTable& stacks,
                                                    RawHeader header);
+    // Writes to `fd`, which stays the caller's (record's temporary file beside the
+    // destination); `shown` names it in messages.
+    static Result<std::unique_ptr<RawWriter>> to_descriptor(int fd, std::string shown,
+                                                            const model::FrameTable& frames,
+                                                            const model::StackTable& stacks,
+                                                            RawHeader header);
     ~RawWriter() override;
     RawWriter(const RawWriter&) = delete;
     RawWriter& operator=(const RawWriter&) = delete;
@@ -72,6 +78,7 @@ class RawWriter final : public model::SampleSink {
 
     std::string path_;
     int fd_;
+    bool owns_fd_ = true;
     const model::FrameTable& frames_;
     const model::StackTable& stacks_;
     RawHeader header_;
