@@ -3,6 +3,7 @@ import os
 import re
 
 from bench_lib.common import COUNTS, Target, out_file, python_for, run_verbose
+from bench_lib.common import harness
 from test_record import function_of, parse_folded  # noqa: E402 (tests/integration)
 
 PAUSES = re.compile(r"([\d,]+) pauses? \(p50")
@@ -38,7 +39,7 @@ def bench_deep(args):
     seconds = 3 if args.quick else 10
     print("| Python | thread | asked Hz | achieved Hz | share | errors | us per sample | pauses |")
     print("|---|---|---|---|---|---|---|---|")
-    for label in ("2.7", "3.8", "3.10", "3.11", "3.12", "3.13"):
+    for label in harness.EXPECTED:
         python = python_for(label)
         if python is None:
             continue
