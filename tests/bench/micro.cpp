@@ -11,7 +11,7 @@ namespace {
 
 using spyglass::process::Address;
 using spyglass::python::FrameModel;
-using spyglass::testing::FakePython;
+using spyglass::test_support::FakePython;
 
 // A 30-deep stack of one thread, for the layout of `minor`.
 struct DeepStack {

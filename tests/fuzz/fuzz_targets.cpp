@@ -125,7 +125,7 @@ void text(std::span<const std::uint8_t> data) {
 // is undone after): bytes flipped, words set to 0, -1 or pointers elsewhere in the heap, as a torn
 // read or a freed object would leave them.
 struct Scenario {
-    std::unique_ptr<spyglass::testing::FakePython> fake;
+    std::unique_ptr<spyglass::test_support::FakePython> fake;
     std::vector<std::pair<Address, std::size_t>> hot; // where corruption is worth making
 };
 
@@ -133,7 +133,7 @@ struct Scenario {
 // (2.7), two statics (3.6), in _PyRuntime (3.7 - 3.11), behind the interpreter's pointer (3.12+).
 // The pointer and the words are in the corrupted memory: a GIL pointer near 2^64 reaches the
 // GIL reads of both ways of reading the thread list.
-void hold_the_gil(spyglass::testing::FakePython& fake, Address interp, Address holder) {
+void hold_the_gil(spyglass::test_support::FakePython& fake, Address interp, Address holder) {
     using spyglass::python::GilModel;
     const spyglass::python::LayoutOffsets& o = fake.off();
     spyglass::python::TargetInfo& target = fake.target();
@@ -167,7 +167,7 @@ Scenario& scenario_for(const spyglass::python::Layout& layout) {
     static std::map<const spyglass::python::Layout*, Scenario> built;
     Scenario& scenario = built[&layout];
     if (scenario.fake) return scenario;
-    using spyglass::testing::FakePython;
+    using spyglass::test_support::FakePython;
     scenario.fake = std::make_unique<FakePython>(layout, 1u << 20);
     FakePython& fake = *scenario.fake;
     bool new_model = layout.frame_model == spyglass::python::FrameModel::interpreter_frames;
@@ -238,7 +238,7 @@ class Corruption {
         for (std::size_t r = 0; r < scenario.hot.size(); ++r) {
             std::vector<std::uint8_t> bytes = saved_[r];
             corrupt(bytes, edits.subspan(r * per_range, per_range),
-                    spyglass::testing::FakePython::kHeap);
+                    spyglass::test_support::FakePython::kHeap);
             memory.write(scenario.hot[r].first, bytes.data(), bytes.size());
         }
     }

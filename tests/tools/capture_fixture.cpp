@@ -26,14 +26,14 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "capture_fixture: %s\n", attached.error().message.c_str());
         return 1;
     }
-    testing::Fixture fixture;
+    test_support::Fixture fixture;
     fixture.target = (*attached)->target();
     fixture.version = fixture.target.version.to_string();
     fixture.major = fixture.target.layout.version.major;
     fixture.minor = fixture.target.layout.version.minor;
 
     auto recording =
-        std::make_shared<testing::RecordingMemory>(std::make_shared<process::LiveMemory>(pid));
+        std::make_shared<test_support::RecordingMemory>(std::make_shared<process::LiveMemory>(pid));
     python::PythonProcess process(recording, fixture.target);
     std::vector<python::ThreadRecord> threads;
     if (!process.read_threads(threads)) {
@@ -62,6 +62,6 @@ int main(int argc, char** argv) {
         }
     }
     std::ofstream out(argv[3]);
-    testing::write_fixture(out, fixture);
+    test_support::write_fixture(out, fixture);
     return out ? 0 : 1;
 }

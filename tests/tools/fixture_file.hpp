@@ -15,7 +15,7 @@
 #include "spyglass/process/memory.hpp"
 #include "spyglass/python/target.hpp"
 
-namespace spyglass::testing {
+namespace spyglass::test_support {
 
 struct FixtureFrame {
     std::string function, file;
@@ -193,4 +193,4 @@ inline bool read_fixture(const std::string& path, Fixture& f, std::string& error
     return true;
 }
 
-} // namespace spyglass::testing
+} // namespace spyglass::test_support

@@ -24,7 +24,7 @@
 #include "spyglass/model/profile.hpp"
 #include "spyglass/output/writer.hpp"
 
-namespace spyglass::testing {
+namespace spyglass::test_support {
 
 struct OutputFixture {
     model::FrameTable frames;
@@ -279,4 +279,4 @@ inline std::string gunzip(const std::string& data) {
     return out;
 }
 
-} // namespace spyglass::testing
+} // namespace spyglass::test_support

@@ -45,8 +45,8 @@ int main(int argc, char** argv) {
         return 2;
     }
     std::string dir = argv[1];
-    auto fixture = testing::make_output_fixture(true);
-    auto no_timeline = testing::make_output_fixture(false);
+    auto fixture = test_support::make_output_fixture(true);
+    auto no_timeline = test_support::make_output_fixture(false);
     const model::Profile& profile = fixture->profile;
     bool ok =
         write(profile, output::Format::folded, dir + "/profile.txt") &&
@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
         write(no_timeline->profile, output::Format::speedscope, dir + "/profile-samples.json") &&
         write(profile, output::Format::flamegraph, dir + "/profile.svg") &&
         write(profile, output::Format::chrometrace, dir + "/profile.trace.json") &&
-        write(testing::make_wait_fixture()->profile, output::Format::pprof, dir + "/waits.pb.gz");
+        write(test_support::make_wait_fixture()->profile, output::Format::pprof,
+              dir + "/waits.pb.gz");
     if (!ok) return 1;
 
     // What the files must show.

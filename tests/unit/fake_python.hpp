@@ -12,7 +12,7 @@
 #include "spyglass/python/layout.hpp"
 #include "spyglass/python/line_table.hpp"
 
-namespace spyglass::testing {
+namespace spyglass::test_support {
 
 using process::Address;
 using python::Layout;
@@ -266,4 +266,4 @@ class FakePython {
     Address interp_head_slot_ = 0;
 };
 
-} // namespace spyglass::testing
+} // namespace spyglass::test_support

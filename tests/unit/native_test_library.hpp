@@ -13,7 +13,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-namespace spyglass::testing {
+namespace spyglass::test_support {
 
 inline constexpr const char* kNativeTestLibrarySource = R"(
 __attribute__((noinline)) int spyglass_sym_sized(int x) { return x * 3 + 1; }
@@ -82,4 +82,4 @@ struct NativeTestLibrary {
     }
 };
 
-} // namespace spyglass::testing
+} // namespace spyglass::test_support

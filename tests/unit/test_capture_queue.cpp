@@ -72,7 +72,7 @@ TEST(CaptureQueue, AFullFrameRingRefusesACaptureWhileSlotsAreFree) {
 // (the thread seen, its sample), the next ones are dropped and counted.
 TEST(CaptureQueue, TheSamplerCountsTheCapturesAFullQueueDrops) {
     using namespace spyglass;
-    spyglass::testing::FakePython fake(*python::layout_for(3, 12));
+    spyglass::test_support::FakePython fake(*python::layout_for(3, 12));
     fake.target().pid = ::getpid();
     Address interp = fake.interpreter();
     Address tstate = fake.thread(interp, 0x7f00'0000'1000);

@@ -16,7 +16,7 @@
 namespace {
 
 namespace fs = std::filesystem;
-using spyglass::testing::Fixture;
+using spyglass::test_support::Fixture;
 
 fs::path fixture_dir() {
     return fs::path(SPYGLASS_SOURCE_DIR) / "tests" / "unit" / "data" / "fixtures";
@@ -35,7 +35,7 @@ class CapturedStack : public ::testing::TestWithParam<std::string> {};
 TEST_P(CapturedStack, ReadsAsTheInterpreterReportedIt) {
     Fixture fixture;
     std::string error;
-    ASSERT_TRUE(spyglass::testing::read_fixture(
+    ASSERT_TRUE(spyglass::test_support::read_fixture(
         (fixture_dir() / (GetParam() + ".fixture")).string(), fixture, error))
         << error;
     const spyglass::python::Layout* layout =

@@ -11,7 +11,7 @@ namespace {
 using spyglass::python::decode_interp_head_function;
 using spyglass::python::find_version_string;
 using spyglass::python::version_from_file_name;
-using spyglass::testing::FakePython;
+using spyglass::test_support::FakePython;
 
 std::span<const std::uint8_t> bytes_of(std::string_view text) {
     return {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()};

@@ -15,9 +15,9 @@ using namespace spyglass;
 namespace pb = perftools::profiles;
 
 pb::Profile decode(const model::Profile& profile) {
-    std::string bytes = spyglass::testing::write_to_string(profile, output::Format::pprof);
+    std::string bytes = spyglass::test_support::write_to_string(profile, output::Format::pprof);
     pb::Profile decoded;
-    EXPECT_TRUE(decoded.ParseFromString(spyglass::testing::gunzip(bytes)));
+    EXPECT_TRUE(decoded.ParseFromString(spyglass::test_support::gunzip(bytes)));
     return decoded;
 }
 
@@ -36,7 +36,7 @@ TEST(NativePprof, FramesOfOneFunctionAndLineAreOneFrameWhateverTheirAddress) {
 }
 
 TEST(NativePprof, NativeLocationsCarryTheirAddressPythonOnesNone) {
-    auto fixture = spyglass::testing::make_output_fixture();
+    auto fixture = spyglass::test_support::make_output_fixture();
     model::FrameTable& frames = fixture->frames;
     auto& strings = frames.strings();
     model::StringId libc = strings.intern("/usr/lib/x86_64-linux-gnu/libc.so.6");

@@ -64,9 +64,9 @@ TEST(NativeResolve, AMismatchKeepsThePythonFramesAndIsMarked) {
 }
 
 TEST(NativeResolve, FramesCachedByAddressAreForgottenWhenTheModulesChange) {
-    auto path = spyglass::testing::build_native_test_library("libspyglass_unloaded.so");
+    auto path = spyglass::test_support::build_native_test_library("libspyglass_unloaded.so");
     if (!path) GTEST_SKIP() << "no C compiler could build the test library";
-    spyglass::testing::NativeTestLibrary library;
+    spyglass::test_support::NativeTestLibrary library;
     ASSERT_TRUE(library.open(*path)) << ::dlerror();
     python::TargetInfo target = self_target();
     model::FrameTable frames;

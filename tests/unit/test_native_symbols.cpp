@@ -19,9 +19,9 @@ std::string base_name(const std::string& path) {
 }
 
 TEST(NativeSymbols, AStrippedStaticFunctionIsItsModuleAndOffset) {
-    auto path = spyglass::testing::build_native_test_library("libspyglass_symbols.so");
+    auto path = spyglass::test_support::build_native_test_library("libspyglass_symbols.so");
     if (!path) GTEST_SKIP() << "no C compiler could build the test library";
-    spyglass::testing::NativeTestLibrary library;
+    spyglass::test_support::NativeTestLibrary library;
     ASSERT_TRUE(library.open(*path)) << ::dlerror();
     Unwinder unwinder(::getpid());
     ASSERT_TRUE(unwinder.ready());
@@ -47,11 +47,11 @@ TEST(NativeSymbols, AStrippedStaticFunctionIsItsModuleAndOffset) {
 }
 
 TEST(NativeSymbols, ALibraryLoadedAfterTheUnwinderWasMadeIsFoundByTheUnwindThatMeetsIt) {
-    auto path = spyglass::testing::build_native_test_library("libspyglass_late.so");
+    auto path = spyglass::test_support::build_native_test_library("libspyglass_late.so");
     if (!path) GTEST_SKIP() << "no C compiler could build the test library";
     Unwinder unwinder(::getpid());
     ASSERT_TRUE(unwinder.ready());
-    spyglass::testing::NativeTestLibrary library;
+    spyglass::test_support::NativeTestLibrary library;
     ASSERT_TRUE(library.open(*path)) << ::dlerror();
     // Stopped on the first instruction of a function of the new library, called from
     // nowhere: the return address on top of the stack is 0.

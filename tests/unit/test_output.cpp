@@ -83,7 +83,7 @@ TEST(OutputLabels, ShortFilenames) {
 }
 
 TEST(OutputLabels, FrameLabels) {
-    auto fixture = spyglass::testing::make_output_fixture();
+    auto fixture = spyglass::test_support::make_output_fixture();
     model::Profile& profile = fixture->profile;
     model::FrameTable& frames = fixture->frames;
     auto& strings = frames.strings();
@@ -118,8 +118,9 @@ TEST(OutputLabels, Roots) {
 }
 
 TEST(OutputFolded, RootFirstWithRootsAndOffCpuOnTop) {
-    auto fixture = spyglass::testing::make_output_fixture();
-    auto lines = parse_folded(spyglass::testing::write_to_string(fixture->profile, Format::folded));
+    auto fixture = spyglass::test_support::make_output_fixture();
+    auto lines =
+        parse_folded(spyglass::test_support::write_to_string(fixture->profile, Format::folded));
     const std::string main =
         "thread 4242 MainThread;<module> (/srv/app/main.py:40);main (/srv/app/main.py:31);"
         "Handler.handle (/srv/app/main.py:22)";
@@ -139,12 +140,12 @@ TEST(OutputFolded, RootFirstWithRootsAndOffCpuOnTop) {
 }
 
 TEST(OutputFolded, ProcessRootsAndMergingWithoutLineNumbers) {
-    auto fixture = spyglass::testing::make_output_fixture();
+    auto fixture = spyglass::test_support::make_output_fixture();
     model::Profile& profile = fixture->profile;
     profile.info.subprocesses = true;
     profile.display.per_thread_roots = false;
     profile.display.labels.line_numbers = false;
-    std::string text = spyglass::testing::write_to_string(profile, Format::folded);
+    std::string text = spyglass::test_support::write_to_string(profile, Format::folded);
     auto lines = parse_folded(text);
     // compute:12 and compute:14 are one line now: 4 + 1 samples.
     EXPECT_EQ(lines["process 4242;<module> (/srv/app/main.py);main (/srv/app/main.py);"
@@ -165,26 +166,27 @@ TEST(OutputFolded, ProcessRootsAndMergingWithoutLineNumbers) {
 }
 
 TEST(OutputFolded, NoRootsAndEmptyProfiles) {
-    auto fixture = spyglass::testing::make_output_fixture();
+    auto fixture = spyglass::test_support::make_output_fixture();
     fixture->profile.display.per_thread_roots = false;
-    auto lines = parse_folded(spyglass::testing::write_to_string(fixture->profile, Format::folded));
+    auto lines =
+        parse_folded(spyglass::test_support::write_to_string(fixture->profile, Format::folded));
     EXPECT_EQ(lines["[no Python frames];[off-cpu]"], 10u);
     EXPECT_EQ(lines["<truncated>;odd\"name'\\with,specials <&> (/srv/app/odd.py:2)"], 2u);
 
     fixture->profile.samples.clear();
     fixture->profile.timeline.clear();
-    EXPECT_EQ(spyglass::testing::write_to_string(fixture->profile, Format::folded), "");
+    EXPECT_EQ(spyglass::test_support::write_to_string(fixture->profile, Format::folded), "");
     // The others still write a valid, empty document.
-    std::string svg = spyglass::testing::write_to_string(fixture->profile, Format::flamegraph);
+    std::string svg = spyglass::test_support::write_to_string(fixture->profile, Format::flamegraph);
     EXPECT_THAT(svg, HasSubstr("No samples were recorded."));
     EXPECT_THAT(svg, Not(HasSubstr("<g><title>")));
     EXPECT_THAT(svg, Not(HasSubstr("too small to draw")));
-    EXPECT_THAT(spyglass::testing::write_to_string(fixture->profile, Format::speedscope),
+    EXPECT_THAT(spyglass::test_support::write_to_string(fixture->profile, Format::speedscope),
                 HasSubstr("\"profiles\":[]"));
 }
 
 TEST(OutputDisplayFrames, OneIdPerLabel) {
-    auto fixture = spyglass::testing::make_output_fixture();
+    auto fixture = spyglass::test_support::make_output_fixture();
     fixture->profile.display.labels.line_numbers = false;
     const model::Profile& profile = fixture->profile;
     auto leaf_line = [&](const model::AggregatedSample& s) {
@@ -213,7 +215,7 @@ TEST(OutputDisplayFrames, OneIdPerLabel) {
 }
 
 TEST(OutputWaits, PseudoFrameSyntax) {
-    auto fixture = spyglass::testing::make_wait_fixture();
+    auto fixture = spyglass::test_support::make_wait_fixture();
     const model::Profile& profile = fixture->profile;
     model::WaitTable& waits = fixture->frames.waits();
     auto& strings = fixture->frames.strings();
@@ -241,7 +243,7 @@ TEST(OutputWaits, PseudoFrameSyntax) {
 // The wait replaces [off-cpu] as the leaf of an off-CPU sample; a cpu-starved sample is on-CPU
 // and gets [cpu-starved]; a wait that contradicts the state is not shown.
 TEST(OutputWaits, TheLeafOfASample) {
-    auto fixture = spyglass::testing::make_wait_fixture();
+    auto fixture = spyglass::test_support::make_wait_fixture();
     const model::Profile& profile = fixture->profile;
     model::WaitTable& waits = fixture->frames.waits();
     auto& strings = fixture->frames.strings();
@@ -266,7 +268,7 @@ TEST(OutputWaits, TheLeafOfASample) {
     EXPECT_EQ(display[off_starved.back()].label, output::kOffCpuFrame);
     // Every off-CPU line of the folded output ends in [off-cpu] or [wait ...]: excluding
     // both leaves the on-CPU time (docs/output-formats.md).
-    auto lines = parse_folded(spyglass::testing::write_to_string(profile, Format::folded));
+    auto lines = parse_folded(spyglass::test_support::write_to_string(profile, Format::folded));
     std::uint64_t on = 0, total = 0;
     for (const auto& [stack_text, count] : lines) {
         total += count;
@@ -296,7 +298,7 @@ TEST(OutputXml, Escaping) {
 
 // A wide, deep recording: tiny frames are left out so the SVG stays small.
 TEST(OutputFlamegraph, PrunesFramesNarrowerThanATenthOfAPixel) {
-    auto fixture = spyglass::testing::make_output_fixture();
+    auto fixture = spyglass::test_support::make_output_fixture();
     model::Profile& profile = fixture->profile;
     auto& strings = fixture->frames.strings();
     std::uint32_t state = 12345;
@@ -315,7 +317,7 @@ TEST(OutputFlamegraph, PrunesFramesNarrowerThanATenthOfAPixel) {
     // The rest is under 0.1 px each (the flame graph weighs samples by their time).
     profile.samples.back().count = 1'000'000;
     profile.samples.back().weight_ns = 1'000'000 * profile.info.period_ns;
-    std::string svg = spyglass::testing::write_to_string(profile, Format::flamegraph);
+    std::string svg = spyglass::test_support::write_to_string(profile, Format::flamegraph);
     std::size_t frames = 0;
     for (std::size_t at = svg.find("<g><title>"); at != std::string::npos;
          at = svg.find("<g><title>", at + 1))
@@ -328,7 +330,7 @@ TEST(OutputFlamegraph, PrunesFramesNarrowerThanATenthOfAPixel) {
 class OutputIoErrors : public ::testing::TestWithParam<Format> {};
 
 TEST_P(OutputIoErrors, DiskFullIsAnError) {
-    auto fixture = spyglass::testing::make_output_fixture();
+    auto fixture = spyglass::test_support::make_output_fixture();
     std::FILE* full = std::fopen("/dev/full", "w");
     ASSERT_NE(full, nullptr);
     auto written = output::make_writer(GetParam())->write(fixture->profile, full);
@@ -339,7 +341,7 @@ TEST_P(OutputIoErrors, DiskFullIsAnError) {
 }
 
 TEST_P(OutputIoErrors, ReadOnlyStreamIsAnError) {
-    auto fixture = spyglass::testing::make_output_fixture();
+    auto fixture = spyglass::test_support::make_output_fixture();
     std::FILE* in = std::fopen("/dev/null", "r");
     ASSERT_NE(in, nullptr);
     auto written = output::make_writer(GetParam())->write(fixture->profile, in);

@@ -59,7 +59,7 @@ void expect_golden(const std::string& name, const std::string& actual) {
 // The decoded protobuf as text: every field, string indices as they are, strings as UTF-8.
 std::string decoded_pprof(const std::string& gzipped) {
     perftools::profiles::Profile profile;
-    EXPECT_TRUE(profile.ParseFromString(spyglass::testing::gunzip(gzipped)));
+    EXPECT_TRUE(profile.ParseFromString(spyglass::test_support::gunzip(gzipped)));
     google::protobuf::TextFormat::Printer printer;
     printer.SetUseUtf8StringEscaping(true);
     std::string text;
@@ -68,69 +68,70 @@ std::string decoded_pprof(const std::string& gzipped) {
 }
 
 TEST(OutputGolden, Folded) {
-    auto fixture = spyglass::testing::make_output_fixture();
+    auto fixture = spyglass::test_support::make_output_fixture();
     expect_golden("folded.txt",
-                  spyglass::testing::write_to_string(fixture->profile, Format::folded));
+                  spyglass::test_support::write_to_string(fixture->profile, Format::folded));
 }
 
 TEST(OutputGolden, FoldedWithProcessRootsFullPathsNoLines) {
-    auto fixture = spyglass::testing::make_output_fixture();
+    auto fixture = spyglass::test_support::make_output_fixture();
     fixture->profile.info.subprocesses = true;
     fixture->profile.display.labels.full_filenames = true;
     fixture->profile.display.labels.line_numbers = false;
     expect_golden("folded-processes.txt",
-                  spyglass::testing::write_to_string(fixture->profile, Format::folded));
+                  spyglass::test_support::write_to_string(fixture->profile, Format::folded));
 }
 
 TEST(OutputGolden, Pprof) {
-    auto fixture = spyglass::testing::make_output_fixture();
-    expect_golden("pprof.txtpb", decoded_pprof(spyglass::testing::write_to_string(fixture->profile,
-                                                                                  Format::pprof)));
+    auto fixture = spyglass::test_support::make_output_fixture();
+    expect_golden("pprof.txtpb", decoded_pprof(spyglass::test_support::write_to_string(
+                                     fixture->profile, Format::pprof)));
 }
 
 TEST(OutputGolden, PprofCpuMode) {
-    auto fixture = spyglass::testing::make_output_fixture();
+    auto fixture = spyglass::test_support::make_output_fixture();
     model::Profile& profile = fixture->profile;
     profile.info.mode = model::SampleMode::cpu;
     std::erase_if(profile.samples, [](const auto& s) { return !s.key.on_cpu; });
     expect_golden("pprof-cpu.txtpb",
-                  decoded_pprof(spyglass::testing::write_to_string(profile, Format::pprof)));
+                  decoded_pprof(spyglass::test_support::write_to_string(profile, Format::pprof)));
 }
 
 TEST(OutputGolden, SpeedscopeFromTheTimeline) {
-    auto fixture = spyglass::testing::make_output_fixture(true);
+    auto fixture = spyglass::test_support::make_output_fixture(true);
     ASSERT_FALSE(fixture->profile.timeline.empty());
     expect_golden("speedscope.json",
-                  spyglass::testing::write_to_string(fixture->profile, Format::speedscope));
+                  spyglass::test_support::write_to_string(fixture->profile, Format::speedscope));
 }
 
 TEST(OutputGolden, SpeedscopeFromTheSamples) {
-    auto fixture = spyglass::testing::make_output_fixture(false);
+    auto fixture = spyglass::test_support::make_output_fixture(false);
     ASSERT_TRUE(fixture->profile.timeline.empty());
     expect_golden("speedscope-samples.json",
-                  spyglass::testing::write_to_string(fixture->profile, Format::speedscope));
+                  spyglass::test_support::write_to_string(fixture->profile, Format::speedscope));
 }
 
 // Wait reasons in every format: the pseudo-frames of folded, speedscope and the flame graph,
 // pprof's labels, the Chrome trace's args.
 TEST(OutputGolden, Waits) {
-    auto fixture = spyglass::testing::make_wait_fixture();
+    auto fixture = spyglass::test_support::make_wait_fixture();
     const model::Profile& profile = fixture->profile;
-    expect_golden("folded-waits.txt", spyglass::testing::write_to_string(profile, Format::folded));
+    expect_golden("folded-waits.txt",
+                  spyglass::test_support::write_to_string(profile, Format::folded));
     expect_golden("pprof-waits.txtpb",
-                  decoded_pprof(spyglass::testing::write_to_string(profile, Format::pprof)));
+                  decoded_pprof(spyglass::test_support::write_to_string(profile, Format::pprof)));
     expect_golden("speedscope-waits.json",
-                  spyglass::testing::write_to_string(profile, Format::speedscope));
+                  spyglass::test_support::write_to_string(profile, Format::speedscope));
     expect_golden("chrometrace-waits.json",
-                  spyglass::testing::write_to_string(profile, Format::chrometrace));
+                  spyglass::test_support::write_to_string(profile, Format::chrometrace));
     expect_golden("flamegraph-waits.svg",
-                  spyglass::testing::write_to_string(profile, Format::flamegraph));
+                  spyglass::test_support::write_to_string(profile, Format::flamegraph));
 }
 
 TEST(OutputGolden, Flamegraph) {
-    auto fixture = spyglass::testing::make_output_fixture();
+    auto fixture = spyglass::test_support::make_output_fixture();
     expect_golden("flamegraph.svg",
-                  spyglass::testing::write_to_string(fixture->profile, Format::flamegraph));
+                  spyglass::test_support::write_to_string(fixture->profile, Format::flamegraph));
 }
 
 } // namespace

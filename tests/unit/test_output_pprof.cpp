@@ -16,12 +16,12 @@ using namespace spyglass;
 namespace pb = perftools::profiles;
 
 pb::Profile decode(const model::Profile& profile) {
-    std::string bytes = spyglass::testing::write_to_string(profile, output::Format::pprof);
+    std::string bytes = spyglass::test_support::write_to_string(profile, output::Format::pprof);
     EXPECT_GE(bytes.size(), 18u);
     EXPECT_EQ(static_cast<unsigned char>(bytes[0]), 0x1f); // gzip magic
     EXPECT_EQ(static_cast<unsigned char>(bytes[1]), 0x8b);
     pb::Profile decoded;
-    EXPECT_TRUE(decoded.ParseFromString(spyglass::testing::gunzip(bytes)));
+    EXPECT_TRUE(decoded.ParseFromString(spyglass::test_support::gunzip(bytes)));
     return decoded;
 }
 
@@ -41,7 +41,7 @@ std::map<std::string, std::string> labels(const pb::Profile& p, const pb::Sample
 }
 
 TEST(OutputPprof, HeaderSampleTypesAndTimes) {
-    auto fixture = spyglass::testing::make_output_fixture();
+    auto fixture = spyglass::test_support::make_output_fixture();
     pb::Profile p = decode(fixture->profile);
     Text text{p};
     ASSERT_GT(p.string_table_size(), 0);
@@ -65,7 +65,7 @@ TEST(OutputPprof, HeaderSampleTypesAndTimes) {
 }
 
 TEST(OutputPprof, ValuesAndLabels) {
-    auto fixture = spyglass::testing::make_output_fixture();
+    auto fixture = spyglass::test_support::make_output_fixture();
     pb::Profile p = decode(fixture->profile);
     ASSERT_EQ(static_cast<std::size_t>(p.sample_size()), fixture->profile.samples.size());
     std::int64_t count = 0, wall = 0, cpu = 0, off_cpu = 0, gil = 0;
@@ -104,7 +104,7 @@ TEST(OutputPprof, ValuesAndLabels) {
 }
 
 TEST(OutputPprof, FunctionsAndLocationsAreDeduplicated) {
-    auto fixture = spyglass::testing::make_output_fixture();
+    auto fixture = spyglass::test_support::make_output_fixture();
     pb::Profile p = decode(fixture->profile);
     Text text{p};
     std::map<std::uint64_t, const pb::Function*> functions;
@@ -155,7 +155,7 @@ TEST(OutputPprof, FunctionsAndLocationsAreDeduplicated) {
 }
 
 TEST(OutputPprof, NoLineNumbersMergesLocations) {
-    auto fixture = spyglass::testing::make_output_fixture();
+    auto fixture = spyglass::test_support::make_output_fixture();
     fixture->profile.display.labels.line_numbers = false;
     pb::Profile p = decode(fixture->profile);
     EXPECT_EQ(p.location_size(), 12); // compute:12 and compute:14 are one location
@@ -166,7 +166,7 @@ TEST(OutputPprof, NoLineNumbersMergesLocations) {
 // A native frame's module is its own mapping (path and build-id); its function is named and,
 // where DWARF had it, has its source file and line.
 TEST(OutputPprof, NativeFramesHaveTheirModulesMapping) {
-    auto fixture = spyglass::testing::make_output_fixture();
+    auto fixture = spyglass::test_support::make_output_fixture();
     model::FrameTable& frames = fixture->frames;
     auto& strings = frames.strings();
     model::StringId libc = strings.intern("/usr/lib/x86_64-linux-gnu/libc.so.6");

@@ -24,7 +24,7 @@ using sampling::PauseMode;
 using ::testing::HasSubstr;
 
 struct NeverSettles {
-    spyglass::testing::FakePython fake{*python::layout_for(3, 10)};
+    spyglass::test_support::FakePython fake{*python::layout_for(3, 10)};
     Address head = 0;
     std::vector<Address> callers;
     std::unique_ptr<python::PythonProcess> process;

@@ -11,7 +11,7 @@ using spyglass::python::Layout;
 using spyglass::python::Overlong;
 using spyglass::python::read_bytes;
 using spyglass::python::read_str;
-using spyglass::testing::FakePython;
+using spyglass::test_support::FakePython;
 
 class Strings : public ::testing::TestWithParam<const Layout*> {
   protected:

@@ -19,7 +19,7 @@ using spyglass::python::Overlong;
 using spyglass::python::read_bytes;
 using spyglass::python::read_code;
 using spyglass::python::read_str;
-using spyglass::testing::FakePython;
+using spyglass::test_support::FakePython;
 
 constexpr std::size_t kUnlimited = std::numeric_limits<std::size_t>::max();
 

@@ -23,7 +23,7 @@ using spyglass::process::Address;
 using spyglass::python::kAbsent;
 using spyglass::python::Layout;
 using spyglass::python::layout_for;
-using spyglass::testing::FakePython;
+using spyglass::test_support::FakePython;
 
 constexpr Address kTop = ~Address{0};
 

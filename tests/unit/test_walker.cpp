@@ -15,7 +15,7 @@ using spyglass::python::Layout;
 using spyglass::python::StackEnd;
 using spyglass::sampling::StackOutcome;
 using spyglass::sampling::StackReader;
-using spyglass::testing::FakePython;
+using spyglass::test_support::FakePython;
 
 constexpr Address kUnmapped = 0x7000'0000'0000;
 
