@@ -1,19 +1,18 @@
 // The walker of PyFrameObject chains (2.7 - 3.10).
-#include "spyglass/python/stack_walker.hpp"
-
 #include <algorithm>
 #include <cstring>
 #include <limits>
 #include <optional>
 #include <unordered_map>
 
+#include "walker_internal.hpp"
+
 #include "spyglass/process/bytes.hpp"
 #include "spyglass/process/checked.hpp"
 #include "spyglass/process/remote_field.hpp"
 #include "spyglass/python/debug_offsets.hpp"
 #include "spyglass/python/interpreter.hpp"
-
-#include "walker_internal.hpp"
+#include "spyglass/python/stack_walker.hpp"
 
 namespace spyglass::python::walker_detail {
 
