@@ -66,7 +66,8 @@ def classify(path, whole):
         for line in f:
             frames, count = line.rstrip("\n").rsplit(" ", 1)
             functions = [frame.split(" (", 1)[0] for frame in frames.split(";")]
-            if functions[-1] == "[off-cpu]":
+            # The off-CPU leaf ([off-cpu], [wait ...], [cpu-starved]) is not a Python frame.
+            if functions[-1].startswith("["):
                 functions = functions[:-1]
             total += int(count)
             if any(fn.startswith(MARKERS) for fn in functions):
