@@ -314,14 +314,27 @@ void TaskStatReader::close_all() noexcept {
     stat_fd_ = schedstat_fd_ = syscall_fd_ = -1;
 }
 
-std::expected<std::uint64_t, Errc> TaskStatReader::read_run_ns() noexcept {
+namespace {
+
+// "run_ns delay_ns slices"
+void parse_schedstat(const char* at, const char* end, std::uint64_t& run_ns,
+                     std::uint64_t& delay_ns, std::uint64_t& slices) noexcept {
+    at = std::from_chars(at, end, run_ns).ptr;
+    if (at < end && *at == ' ') at = std::from_chars(at + 1, end, delay_ns).ptr;
+    if (at < end && *at == ' ') std::from_chars(at + 1, end, slices);
+}
+
+} // namespace
+
+std::expected<TaskStatReader::RunMark, Errc> TaskStatReader::read_run_mark() noexcept {
     if (schedstat_fd_ < 0) return std::unexpected(Errc::process_gone);
     char buffer[128];
     ssize_t n = ::pread(schedstat_fd_, buffer, sizeof buffer - 1, 0);
     if (n <= 0) return std::unexpected(Errc::process_gone);
-    std::uint64_t run_ns = 0;
-    std::from_chars(buffer, buffer + n, run_ns);
-    return run_ns;
+    RunMark mark;
+    std::uint64_t delay_ns = 0;
+    parse_schedstat(buffer, buffer + n, mark.run_ns, delay_ns, mark.slices);
+    return mark;
 }
 
 std::expected<TaskStatReader::Reading, Errc> TaskStatReader::read() noexcept {
@@ -338,10 +351,7 @@ std::expected<TaskStatReader::Reading, Errc> TaskStatReader::read() noexcept {
     if (schedstat_fd_ >= 0) {
         n = ::pread(schedstat_fd_, buffer, sizeof buffer - 1, 0);
         if (n > 0) {
-            // "run_ns delay_ns timeslices"
-            const char* end = buffer + n;
-            const char* at = std::from_chars(buffer, end, reading.run_ns).ptr;
-            if (at < end && *at == ' ') std::from_chars(at + 1, end, reading.delay_ns);
+            parse_schedstat(buffer, buffer + n, reading.run_ns, reading.delay_ns, reading.slices);
         }
     }
     return reading;

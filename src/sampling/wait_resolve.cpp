@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "spyglass/process/procfs.hpp"
+#include "spyglass/python/strings.hpp"
 
 namespace spyglass::sampling {
 
@@ -191,9 +192,15 @@ std::optional<std::string> WaitResolver::path_at(process::Address address) {
         address += length;
     }
     if (path.empty() || path.size() >= kMaxPath) return std::nullopt;
-    // A path, not whatever the memory holds once the call returned.
+    // A path, not whatever the memory holds once the call returned (it is read after the
+    // sample, and a short open's buffer is soon reused): no control characters, valid UTF-8
+    // (the folded output is UTF-8, and such bytes were seen there).
     for (char c : path)
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return std::nullopt;
+    std::string checked;
+    python::append_utf8_lossy(
+        checked, std::span(reinterpret_cast<const std::uint8_t*>(path.data()), path.size()));
+    if (checked != path) return std::nullopt;
     return path;
 }
 

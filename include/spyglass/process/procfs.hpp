@@ -98,11 +98,20 @@ class TaskStatReader {
         char state = '?';
         std::uint64_t run_ns = 0;   // on-CPU time since the task started (schedstat)
         std::uint64_t delay_ns = 0; // time spent runnable, waiting for a CPU (schedstat)
+        std::uint64_t slices = 0;   // times it was put on a CPU (schedstat)
+    };
+    // Whether a thread ran between two readings. The run time of a thread that is on a CPU now
+    // is brought up to date only at the scheduler's tick or at its next switch: one that woke
+    // and runs shows the same run time for up to a tick, but one more slice.
+    struct RunMark {
+        std::uint64_t run_ns = 0;
+        std::uint64_t slices = 0;
+        bool operator==(const RunMark&) const = default;
     };
     // Fails with process_gone once the task has exited.
     std::expected<Reading, Errc> read() noexcept;
-    // Only the run time (one pread of schedstat).
-    std::expected<std::uint64_t, Errc> read_run_ns() noexcept;
+    // Only the run time and slices (one pread of schedstat).
+    std::expected<RunMark, Errc> read_run_mark() noexcept;
     // What the thread is blocked in now (one pread of /proc/PID/task/TID/syscall). Fails with
     // permission_denied without ptrace access, process_gone once the task has exited.
     std::expected<SyscallState, Errc> read_syscall() noexcept;
