@@ -446,10 +446,7 @@ class NativeBase(NativeCase):
                      "60", "--native", "-f", "folded", "-o", os.devnull],
                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, encoding="utf-8")
                 try:
-                    while True:
-                        lines = target.read_line(timeout=60).splitlines()
-                        if "traced %d" % spyglass.pid in lines:
-                            break
+                    wait_until_traced(target, spyglass)
                 finally:
                     spyglass.kill()
                     _, stderr = spyglass.communicate(timeout=60)
@@ -458,6 +455,24 @@ class NativeBase(NativeCase):
                 states = harness.task_states(target.pid)
                 self.assertNotIn("t", states.values(), states)
                 self.assertNotIn("T", states.values(), states)
+
+
+def wait_until_traced(target, spyglass, timeout=60):
+    """Until the target says spyglass traces one of its threads; fails with spyglass's own
+    words if it exits first (a failed attach used to read as 'did not signal readiness')."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if spyglass.poll() is not None:
+            raise AssertionError("spyglass exited (%s) before it paused a thread: %s" % (
+                spyglass.returncode, spyglass.stderr.read()))
+        try:
+            lines = target.read_line(timeout=1).splitlines()
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            continue
+        if "traced %d" % spyglass.pid in lines:
+            return
 
 
 def tracer(pid):
