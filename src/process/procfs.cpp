@@ -337,12 +337,6 @@ std::expected<TaskStatReader::RunMark, Errc> TaskStatReader::read_run_mark() noe
     return mark;
 }
 
-std::expected<std::uint64_t, Errc> TaskStatReader::read_run_ns() noexcept {
-    auto mark = read_run_mark();
-    if (!mark) return std::unexpected(mark.error());
-    return mark->run_ns;
-}
-
 std::expected<TaskStatReader::Reading, Errc> TaskStatReader::read() noexcept {
     if (stat_fd_ < 0) return std::unexpected(Errc::process_gone);
     Reading reading;

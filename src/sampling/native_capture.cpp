@@ -131,10 +131,10 @@ CaptureOutcome capture_native(python::PythonProcess& process, StackCapturer& cap
             copy_stack(process.memory(), before->sp, thread.stack_copy, context);
             CaptureOutcome outcome = capturer.capture(record, {.thread_stopped = false});
             auto after = thread.syscall->read();
-            auto run = thread.stat->read_run_ns();
+            auto run = thread.stat->read_run_mark();
             // Still in the same call, at the same place, without having run: the copy, the
             // Python frames and the registers are one moment of it.
-            if (after && *after == *before && run && *run == thread.run_ns &&
+            if (after && *after == *before && run && *run == thread.run &&
                 outcome != CaptureOutcome::torn) {
                 native::ContextHeader header;
                 header.regs[native::rsp] = before->sp;

@@ -89,9 +89,9 @@ CaptureOutcome capture_stack(python::PythonProcess& process, StackCapturer& capt
     if (mode == PauseMode::always && asleep != nullptr && asleep->stat != nullptr &&
         while_stopped == nullptr) {
         CaptureOutcome outcome = capturer.capture(record, {.thread_stopped = false});
-        auto run = asleep->stat->read_run_ns();
+        auto run = asleep->stat->read_run_mark();
         if (!run) return CaptureOutcome::gone;
-        if (!raced(outcome) && *run == asleep->run_ns) {
+        if (!raced(outcome) && *run == asleep->run) {
             ++stats.asleep;
             return outcome;
         }

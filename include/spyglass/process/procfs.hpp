@@ -112,8 +112,6 @@ class TaskStatReader {
     std::expected<Reading, Errc> read() noexcept;
     // Only the run time and slices (one pread of schedstat).
     std::expected<RunMark, Errc> read_run_mark() noexcept;
-    // Only the run time (one pread of schedstat).
-    std::expected<std::uint64_t, Errc> read_run_ns() noexcept;
     // What the thread is blocked in now (one pread of /proc/PID/task/TID/syscall). Fails with
     // permission_denied without ptrace access, process_gone once the task has exited.
     std::expected<SyscallState, Errc> read_syscall() noexcept;

@@ -53,7 +53,7 @@ struct NativeStats {
 struct NativeThread {
     process::TaskStatReader* stat = nullptr;
     process::TaskSyscallReader* syscall = nullptr;
-    std::uint64_t run_ns = 0; // schedstat run time read at the start of this pass
+    process::TaskStatReader::RunMark run{}; // schedstat read at the start of this pass
     bool on_cpu = false;
     std::uint32_t stack_copy = native::kMaxStackCopy; // bytes of stack to copy
     bool stop_when_blocked = false; // stop it even when blocked (unless PauseMode::never)

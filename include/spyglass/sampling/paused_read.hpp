@@ -59,7 +59,7 @@ struct PauseStats {
 // 0.4 passes a second).
 struct AsleepThread {
     process::TaskStatReader* stat = nullptr;
-    std::uint64_t run_ns = 0;
+    process::TaskStatReader::RunMark run{};
 };
 
 // Captures `record`'s stack under `mode`. `retries` overrides the capturer's retry count (a
