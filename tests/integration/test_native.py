@@ -378,9 +378,11 @@ class NativeBase(NativeCase):
         self.assertLess(compare, sort[0], names)
         self.assertLess(sort[0], top, names)
         self.assertEqual(names[-1], "<module>", names)
-        # The body: x = 0, the loop, x += i (the marked line), the return.
+        # The def line (a frame caught before its first instruction: f_lasti -1 reads as the
+        # code's first line, as in CPython's own tracebacks), then the body: x = 0, the loop,
+        # x += i (the marked line), the return.
         self.assertIn(frames[compare].get("line"),
-                      range(lines["compare"] - 2, lines["compare"] + 2), frames[compare])
+                      range(lines["compare"] - 3, lines["compare"] + 2), frames[compare])
         self.assertEqual(frames[top].get("line"), lines["qsort"], frames[top])
         self.assertTrue(all(f.get("native") for f in frames[compare + 1:top]), names)
         self.assertFalse(frames[compare].get("native") or frames[top].get("native"), names)
@@ -438,14 +440,17 @@ class NativeBase(NativeCase):
         self.assertIn("compute", read_text(out))
 
     def test_spyglass_killed_while_threads_churn(self):
-        # spyglass SIGKILLed while it records a churning target at 1 kHz, right after the
-        # target saw a thread of its traced (a pause under way or just done), three times: the
-        # kernel lets every thread go, none is left stopped (t or T) and the target runs on.
-        with harness.Target(self.python, "thread_churn.py", "--report-traced") as target:
+        # spyglass SIGKILLed while it records a churning target at 1 kHz, right after one of
+        # the target's threads shows it as its tracer (a pause under way or just done), three
+        # times: the kernel lets every thread go, none is left stopped (t or T) and the target
+        # runs on. --blocking pauses every thread at every tick: --native alone pauses only a
+        # thread seen running, which on a busy box was none of the long-lived ones for a whole
+        # minute, and a short-lived one may exit before it is seen traced.
+        with harness.Target(self.python, "thread_churn.py") as target:
             for _ in range(3):
                 spyglass = subprocess.Popen(
                     [harness.SPYGLASS, "record", "--pid", str(target.pid), "-r", "1000", "-d",
-                     "60", "--native", "-f", "folded", "-o", os.devnull],
+                     "60", "--native", "--blocking", "-f", "folded", "-o", os.devnull],
                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, encoding="utf-8")
                 try:
                     wait_until_traced(target, spyglass)
@@ -460,33 +465,44 @@ class NativeBase(NativeCase):
 
 
 def wait_until_traced(target, spyglass, timeout=60):
-    """Until the target says spyglass traces one of its threads; fails with spyglass's own
-    words if it exits first (a failed attach used to read as 'did not signal readiness')."""
+    """Until a thread of the target has spyglass as its TracerPid (read from outside: a
+    watcher thread inside the target, which needs the GIL, once reported nothing for a minute
+    while spyglass paused its threads 3,000 times a second). Fails with spyglass's own words if
+    it exits first, and on a timeout with what it says when stopped (its pause count) and the
+    tracer and state of each of the target's threads."""
     deadline = time.monotonic() + timeout
-    while True:
+    while spyglass.pid not in task_tracers(target.pid).values():
         if spyglass.poll() is not None:
             raise AssertionError("spyglass exited (%s) before it paused a thread: %s" % (
                 spyglass.returncode, spyglass.stderr.read()))
+        if time.monotonic() > deadline:
+            tracers = task_tracers(target.pid)
+            states = harness.task_states(target.pid)
+            spyglass.send_signal(signal.SIGINT)
+            _, stderr = spyglass.communicate(timeout=60)
+            raise AssertionError(
+                "no thread of the target traced by %d in %d s; tracers %s, states %s; spyglass "
+                "said: %s" % (spyglass.pid, timeout, tracers, states, stderr))
+        time.sleep(0.0005)  # polling the kernel's view; there is nothing to be told by
+
+
+def task_tracers(pid):
+    """{tid: TracerPid} of the threads of pid (the tracer is the thread that seized it)."""
+    tracers = {}
+    for task in os.listdir("/proc/%d/task" % pid):
         try:
-            lines = target.read_line(timeout=1).splitlines()
-        except AssertionError:
-            if time.monotonic() > deadline:
-                raise
-            continue
-        if "traced %d" % spyglass.pid in lines:
-            return
+            with open("/proc/%d/task/%s/status" % (pid, task)) as f:
+                for line in f:
+                    if line.startswith("TracerPid:"):
+                        tracers[int(task)] = int(line.split()[1])
+        except OSError:
+            pass
+    return tracers
 
 
 def tracer(pid):
     """TracerPid of the main thread of pid (spyglass seizes the threads it may pause)."""
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith("TracerPid:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+    return task_tracers(pid).get(pid, 0)
 
 
 harness.interpreter_tests(NativeBase, globals())
