@@ -124,8 +124,10 @@ CaptureOutcome capture_native(python::PythonProcess& process, StackCapturer& cap
     context.assign(sizeof(native::ContextHeader), 0);
     // A blocked thread whose registers from the syscall file did not unwind is stopped too
     // (unless nothing may be stopped: then they are still better than no native frames).
+    // --blocking stops no blocked thread either: the read below is one moment of it, checked,
+    // as a Python-only read of a thread asleep in the kernel is (a stop would wake it).
     const bool stop_anyway = thread.stop_when_blocked && mode != PauseMode::never;
-    if (!thread.on_cpu && thread.syscall != nullptr && mode != PauseMode::always && !stop_anyway) {
+    if (!thread.on_cpu && thread.syscall != nullptr && !stop_anyway) {
         auto before = thread.syscall->read();
         if (before && !before->running && before->sp != 0) {
             copy_stack(process.memory(), before->sp, thread.stack_copy, context);

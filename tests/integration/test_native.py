@@ -443,14 +443,14 @@ class NativeBase(NativeCase):
         # spyglass SIGKILLed while it records a churning target at 1 kHz, right after one of
         # the target's threads shows it as its tracer (a pause under way or just done), three
         # times: the kernel lets every thread go, none is left stopped (t or T) and the target
-        # runs on. --blocking pauses every thread at every tick: --native alone pauses only a
-        # thread seen running, which on a busy box was none of the long-lived ones for a whole
-        # minute, and a short-lived one may exit before it is seen traced.
-        with harness.Target(self.python, "thread_churn.py") as target:
+        # runs on. spyglass pauses only a thread it sees running, and a short-lived one may exit
+        # before it is seen traced: the spinner is a long-lived thread that is always running
+        # (or waiting for the GIL), so that one is seized soon (CI once saw none for a minute).
+        with harness.Target(self.python, "thread_churn.py", "--spinner") as target:
             for _ in range(3):
                 spyglass = subprocess.Popen(
                     [harness.SPYGLASS, "record", "--pid", str(target.pid), "-r", "1000", "-d",
-                     "60", "--native", "--blocking", "-f", "folded", "-o", os.devnull],
+                     "60", "--native", "-f", "folded", "-o", os.devnull],
                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, encoding="utf-8")
                 try:
                     wait_until_traced(target, spyglass)
@@ -538,6 +538,23 @@ class NativeCaptureTests(NativeCase):
         # The other blocked threads still are never stopped.
         for name in ("reader", "receiver", "locker"):
             self.assertEqual(captures.get(tids[name], (0, 1))[1], 0, "%s: %s" % (name, stderr))
+
+    def test_blocking_stops_running_threads_only(self):
+        # --blocking, as its help says, pauses each thread it reads except one asleep in the
+        # kernel, read without a stop and checked not to have run: with --native too, the
+        # threads blocked for good (reader, receiver, locker) are never stopped, their leaves
+        # right, and the running main thread is stopped at every tick.
+        with harness.Target(self.python, "native_target.py") as target:
+            tids, lines = target.report, target.report["lines"]
+            out, stderr = self.record(target, "--native", "--blocking", verbose="-vv")
+        captures = thread_captures(stderr)
+        for name in ("reader", "receiver", "locker"):
+            self.assertIn(tids[name], captures, stderr)
+            self.assertEqual(captures[tids[name]][1], 0, "%s stopped: %s" % (name, stderr))
+            self.assertGreater(captures[tids[name]][0], 0, stderr)
+        self.assertGreater(captures[tids["main"]][1], 100, stderr)
+        self.assert_blocked_in(out, tids["reader"], READ, "reader", lines["read"])
+        self.assert_blocked_in(out, tids["receiver"], RECV, "receiver", lines["recv"])
 
     def test_stack_copy_grows_for_a_deep_thread(self):
         # Thread "deep" blocks under about 48 KiB of stack (deep_stack says how much): the
