@@ -152,23 +152,22 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
         // that was running at its previous sample ran on after it: not idle, whatever the
         // events say now.)
         const bool want_wait = options_.waits != model::WaitDetail::off;
-        std::uint64_t run_ns = 0, delay_ns = 0, slices = 0;
+        process::TaskStatReader::RunMark run{};
+        std::uint64_t delay_ns = 0;
         char state = 0;
         bool known_idle = false, state_read = false;
         if (sched != nullptr && options_.reuse_idle && thread.have_run_ns &&
             (!thread.on_cpu || thread.starved) &&
             sched->seen(record.tid) == process::SchedWatch::Seen::idle) {
             known_idle = true;
-            run_ns = thread.run_ns;
-            slices = thread.slices;
+            run = thread.run;
             state = sched->runnable(record.tid) ? 'R' : 'S';
         }
         if (!known_idle && options_.reuse_idle && thread.have_run_ns && !thread.on_cpu) {
-            auto run = thread.stat.read_run_mark();
-            if (!run) continue; // the thread exited
-            run_ns = run->run_ns;
-            slices = run->slices;
-            if (run_ns == thread.run_ns && slices == thread.slices) state = 'S';
+            auto mark = thread.stat.read_run_mark();
+            if (!mark) continue; // the thread exited
+            run = *mark;
+            if (run == thread.run) state = 'S';
         }
         // A wait reason read for the first time needs the real state letter (D, T), not 'S'
         // inferred from a run time that did not move.
@@ -185,19 +184,18 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
                 if (auto again = thread.stat.read(); again) reading = again;
             }
             state = reading->state;
-            run_ns = reading->run_ns;
+            run = {reading->run_ns, reading->slices};
             delay_ns = reading->delay_ns;
-            slices = reading->slices;
             state_read = true;
         } else if (known_idle) {
             ++stats.unread;
         }
         bool on_cpu = state == 'R';
         if (sched != nullptr && !known_idle && !on_cpu) sched->note_off_cpu(record.tid);
-        std::uint64_t cpu_ns =
-            thread.have_run_ns && run_ns >= thread.run_ns ? run_ns - thread.run_ns : 0;
-        bool ran = !known_idle && (!thread.have_run_ns || run_ns != thread.run_ns ||
-                                   slices != thread.slices || on_cpu);
+        std::uint64_t cpu_ns = thread.have_run_ns && run.run_ns >= thread.run.run_ns
+                                   ? run.run_ns - thread.run.run_ns
+                                   : 0;
+        bool ran = !known_idle && (!thread.have_run_ns || run != thread.run || on_cpu);
         // Runnable but not running: a thread that spent more of the interval waiting for a CPU
         // than on one (schedstat), or that the scheduler's events saw preempted and not back
         // on a CPU since. Not what the events say of the moment of the sample: then the
@@ -213,8 +211,7 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
             thread.delay_ns = delay_ns;
             thread.have_delay = true;
         }
-        thread.run_ns = run_ns;
-        thread.slices = slices;
+        thread.run = run;
         thread.have_run_ns = true;
         thread.on_cpu = on_cpu;
         thread.starved = starved;
@@ -318,7 +315,7 @@ bool ProcessSampler::push_sample(const python::ThreadRecord& record, ThreadState
     if (options_.native) {
         if (!thread.syscall) thread.syscall.emplace(process_->pid(), record.tid);
         NativeThread native{
-            &thread.stat,  &*thread.syscall,         {thread.run_ns, thread.slices},
+            &thread.stat,  &*thread.syscall,         thread.run,
             thread.on_cpu, thread.native.stack_copy, thread.native.stop_when_blocked};
         const std::uint64_t unstopped = native_stats_.unstopped;
         outcome = capture_native(*process_, capturer_, tracer_, options_.pause, record, native,
@@ -327,7 +324,7 @@ bool ProcessSampler::push_sample(const python::ThreadRecord& record, ThreadState
         thread.native_stopped += paused;
         thread.needed_pause = false;
     } else {
-        const AsleepThread asleep{&thread.stat, {thread.run_ns, thread.slices}};
+        const AsleepThread asleep{&thread.stat, thread.run};
         outcome = capture_stack(*process_, capturer_, tracer_, options_.pause, record,
                                 thread.needed_pause ? 0 : -1, pause_stats_, paused, nullptr,
                                 thread.on_cpu ? nullptr : &asleep);

@@ -113,9 +113,8 @@ class ProcessSampler {
         std::optional<process::TaskSyscallReader> syscall{}; // --native, opened on first use
         std::uint32_t index = 0;
         std::uint64_t thread_id = 0;
-        std::uint64_t run_ns = 0;   // schedstat run time at the previous pass
-        std::uint64_t slices = 0;   // schedstat slices at the previous pass
-        std::uint64_t delay_ns = 0; // schedstat time runnable, at the last full read
+        process::TaskStatReader::RunMark run{}; // schedstat at the previous pass
+        std::uint64_t delay_ns = 0;             // schedstat time runnable, at the last full read
         bool have_run_ns = false;
         bool have_delay = false;
         bool on_cpu = false;        // at the previous pass
