@@ -46,7 +46,6 @@ class SessionWorker {
         sigset_t blocked, previous;
         sigfillset(&blocked);
         sigdelset(&blocked, kWakeSignal);
-        sigdelset(&blocked, SIGCHLD); // a traced thread's stop must wake the session's sleep
         pthread_sigmask(SIG_SETMASK, &blocked, &previous);
         // Like the session's own totals at the end, a tick covers its whole period.
         const auto period = static_cast<std::uint64_t>(1e9 / rate_hz);
@@ -59,7 +58,7 @@ class SessionWorker {
             done_.store(true);
         });
         pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-        // ... and only the session's: the terminal loop has no use for SIGCHLD.
+        // The session takes SIGCHLD in its sleep; the terminal loop has no use for it.
         sigset_t child;
         sigemptyset(&child);
         sigaddset(&child, SIGCHLD);

@@ -87,19 +87,21 @@ Session::Session(model::FrameTable& frames, model::StackTable& stacks,
 Session::~Session() = default;
 
 bool Session::sleep_until(std::uint64_t deadline_ns, const std::atomic<int>& stop) {
-    timespec ts{static_cast<time_t>(deadline_ns / 1'000'000'000ull),
-                static_cast<long>(deadline_ns % 1'000'000'000ull)};
-    // A seized thread that got a signal waits, stopped, until it is passed on. SIGCHLD says
-    // so, but it may have come during the pass (or to another thread), not during a sleep it
-    // could cut short: look before sleeping, not only when a sleep is interrupted (a thread
-    // signalled mid-pass stayed stopped for the rest of the recording). One that comes between
-    // this look and the sleep waits one period at most.
+    // A seized thread that got a signal waits, stopped, until it is passed on. The SIGCHLD that
+    // says so may have come during the pass: wait_tracee_events() reports it before sleeping
+    // (a thread signalled mid-pass once stayed stopped for the rest of the recording).
     for (;;) {
-        if (process::take_tracee_events())
+        if (stop.load(std::memory_order_relaxed) > 0) return false;
+        switch (process::wait_tracee_events(deadline_ns)) {
+        case process::TraceeWake::deadline:
+            return true;
+        case process::TraceeWake::tracee_event:
             for (const auto& sampler : samplers_)
                 sampler->service_tracer();
-        if (stop.load(std::memory_order_relaxed) > 0) return false;
-        if (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) != EINTR) return true;
+            break;
+        case process::TraceeWake::interrupted:
+            break;
+        }
     }
 }
 
@@ -299,6 +301,7 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
                            const std::function<void(const Progress&)>& progress) {
     // Default timer slack (50 us) would make every sleep late at high rates.
     ::prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    const process::TraceeEventsHeld tracee_events_held;
     SessionResult result;
     const std::uint64_t period = options_.sampler.period_ns;
     const auto duration = static_cast<std::uint64_t>(options_.duration_s * 1e9);
