@@ -172,12 +172,14 @@ CaptureOutcome capture_native(python::PythonProcess& process, StackCapturer& cap
     bool have_registers = tracer.registers(record.tid, regs);
     if (have_registers) copy_stack(process.memory(), regs.rsp, thread.stack_copy, context);
     CaptureOutcome outcome = CaptureOutcome::gone;
-    if (auto status = process.reread_thread(record); status)
-        outcome = capturer.capture(record, {.thread_stopped = true, .retries = 0});
+    auto status = process.reread_thread(record);
+    if (status)
+        capturer.walk_stopped(record);
     else if (status.error().code != Errc::process_gone)
         outcome = CaptureOutcome::torn;
     tracer.resume(record.tid);
     pauses.durations.record(monotonic_ns() - start);
+    if (status) outcome = capturer.finish_stopped();
     ++pauses.pauses;
     ++stats.stopped;
     if (stop_anyway && !thread.on_cpu) ++stats.fallback;

@@ -120,16 +120,23 @@ CaptureOutcome capture_stack(python::PythonProcess& process, StackCapturer& capt
             return done(outcome);
         }
         outcome = CaptureOutcome::gone;
-        if (auto status = process.reread_thread(record); status)
+        auto status = process.reread_thread(record);
+        // dump reads more of the thread while it is stopped, which needs the outcome first.
+        const bool check_stopped = while_stopped != nullptr;
+        if (!status) {
+            if (status.error().code != Errc::process_gone) outcome = CaptureOutcome::torn;
+        } else if (check_stopped) {
             outcome = capturer.capture(record, {.thread_stopped = true, .retries = 0});
-        else if (status.error().code != Errc::process_gone)
-            outcome = CaptureOutcome::torn;
-        bool last = pauses == 1 || !raced(outcome);
-        if (last) done(outcome);
+        } else {
+            capturer.walk_stopped(record);
+        }
+        if (check_stopped && (pauses == 1 || !raced(outcome))) done(outcome);
         tracer.resume(record.tid);
         ++stats.pauses;
         stats.durations.record(monotonic_ns() - start);
         paused = true;
+        if (status && !check_stopped) outcome = capturer.finish_stopped();
+        bool last = pauses == 1 || !raced(outcome);
         if (last) break;
         // Stopped again at once, the thread would not have moved: let it run a little.
         timespec step{0, 50'000};

@@ -42,6 +42,20 @@ CaptureOutcome StackCapturer::capture(python::ThreadRecord thread, Attempt how) 
     }
 }
 
+void StackCapturer::walk_stopped(python::ThreadRecord thread) {
+    ++stats_.stacks;
+    ++stats_.attempts;
+    process_.walker().walk(thread, raw_);
+}
+
+CaptureOutcome StackCapturer::finish_stopped() {
+    CaptureOutcome outcome = check(true);
+    if (outcome == CaptureOutcome::torn ||
+        (outcome == CaptureOutcome::truncated && raw_.end != python::StackEnd::too_deep))
+        ++stats_.torn_attempts;
+    return outcome;
+}
+
 CaptureOutcome StackCapturer::check(bool thread_stopped) {
     const python::Layout& layout = process_.layout();
     if (raw_.end == python::StackEnd::inconsistent) return torn(stats_.torn_changed);

@@ -11,6 +11,7 @@
 #include "spyglass/process/fake_memory.hpp"
 #include "spyglass/python/interpreter.hpp"
 #include "spyglass/python/layout.hpp"
+#include "spyglass/sampling/stack_capture.hpp"
 #include "spyglass/sampling/stack_reader.hpp"
 
 namespace {
@@ -32,33 +33,94 @@ std::vector<std::string> fixture_names() {
 
 class CapturedStack : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(CapturedStack, ReadsAsTheInterpreterReportedIt) {
+struct LoadedFixture {
     Fixture fixture;
+    std::shared_ptr<spyglass::process::FakeMemory> memory;
+    std::unique_ptr<spyglass::python::PythonProcess> process;
+    spyglass::python::ThreadRecord main;
+};
+
+// The fixture's memory behind a process, and its main thread's record; empty `process` on
+// failure (with a test failure recorded).
+LoadedFixture load(const std::string& name) {
+    LoadedFixture loaded;
     std::string error;
-    ASSERT_TRUE(spyglass::test_support::read_fixture(
-        (fixture_dir() / (GetParam() + ".fixture")).string(), fixture, error))
-        << error;
+    if (!spyglass::test_support::read_fixture((fixture_dir() / (name + ".fixture")).string(),
+                                              loaded.fixture, error)) {
+        ADD_FAILURE() << error;
+        return loaded;
+    }
+    Fixture& fixture = loaded.fixture;
     const spyglass::python::Layout* layout =
         spyglass::python::layout_for(fixture.major, fixture.minor);
-    ASSERT_NE(layout, nullptr) << "no layout table for " << fixture.version;
-    fixture.target.layout = *layout;
-    auto memory = std::make_shared<spyglass::process::FakeMemory>();
-    for (const auto& [address, bytes] : fixture.regions) {
-        memory->map(address, bytes.size());
-        memory->write(address, bytes.data(), bytes.size());
+    if (layout == nullptr) {
+        ADD_FAILURE() << "no layout table for " << fixture.version;
+        return loaded;
     }
-    spyglass::python::PythonProcess process(memory, fixture.target);
+    fixture.target.layout = *layout;
+    loaded.memory = std::make_shared<spyglass::process::FakeMemory>();
+    for (const auto& [address, bytes] : fixture.regions) {
+        loaded.memory->map(address, bytes.size());
+        loaded.memory->write(address, bytes.data(), bytes.size());
+    }
+    loaded.process =
+        std::make_unique<spyglass::python::PythonProcess>(loaded.memory, fixture.target);
     std::vector<spyglass::python::ThreadRecord> threads;
-    ASSERT_TRUE(process.read_threads(threads));
-    EXPECT_EQ(threads.size(), 2u); // the blocked main thread and the reporter
+    EXPECT_TRUE(loaded.process->read_threads(threads));
     auto main = std::find_if(threads.begin(), threads.end(),
                              [&](const auto& t) { return t.thread_id == fixture.thread_id; });
-    ASSERT_NE(main, threads.end());
+    if (main == threads.end()) {
+        ADD_FAILURE() << "no main thread";
+        loaded.process.reset();
+        return loaded;
+    }
+    loaded.main = *main;
+    return loaded;
+}
+
+// --native and a torn read's pause walk the chain while the thread is stopped and check the
+// code objects once it runs again: the same result as a stopped capture in one piece, and what
+// changed in between (a code object freed) is caught, not taken.
+TEST_P(CapturedStack, AStoppedCaptureInTwoHalvesChecksTheCodeObjectsItReadsAfter) {
+    LoadedFixture loaded = load(GetParam());
+    ASSERT_TRUE(loaded.process);
+    using spyglass::sampling::CaptureOutcome;
+    spyglass::sampling::StackCapturer whole(*loaded.process, 0);
+    ASSERT_EQ(whole.capture(loaded.main, {.thread_stopped = true, .retries = 0}),
+              CaptureOutcome::ok);
+    spyglass::sampling::StackCapturer halves(*loaded.process, 0);
+    halves.walk_stopped(loaded.main);
+    ASSERT_EQ(halves.finish_stopped(), CaptureOutcome::ok);
+    ASSERT_EQ(halves.raw().depth, whole.raw().depth);
+    ASSERT_EQ(whole.raw().depth, loaded.fixture.frames.size());
+    for (std::uint32_t i = 0; i < whole.raw().depth; ++i) {
+        EXPECT_EQ(halves.raw().frames[i].code, whole.raw().frames[i].code) << i;
+        EXPECT_EQ(halves.raw().frames[i].offset, whole.raw().frames[i].offset) << i;
+        EXPECT_EQ(halves.raw().frames[i].code_check, whole.raw().frames[i].code_check) << i;
+    }
+
+    // The innermost code object stops being one between the halves (its type word cleared).
+    halves.walk_stopped(loaded.main);
+    const spyglass::process::Address code = halves.raw().frames[0].code;
+    const std::uint64_t no_type = 0;
+    loaded.memory->write(code + 8, &no_type, sizeof no_type);
+    EXPECT_EQ(halves.finish_stopped(), CaptureOutcome::torn);
+    EXPECT_EQ(halves.stats().torn_bad_code, 1u);
+    EXPECT_EQ(halves.stats().torn_attempts, 1u);
+}
+
+TEST_P(CapturedStack, ReadsAsTheInterpreterReportedIt) {
+    LoadedFixture loaded = load(GetParam());
+    ASSERT_TRUE(loaded.process);
+    const Fixture& fixture = loaded.fixture;
+    std::vector<spyglass::python::ThreadRecord> threads;
+    ASSERT_TRUE(loaded.process->read_threads(threads));
+    EXPECT_EQ(threads.size(), 2u); // the blocked main thread and the reporter
 
     spyglass::model::FrameTable frames;
-    spyglass::sampling::StackReader reader(process, frames, {});
+    spyglass::sampling::StackReader reader(*loaded.process, frames, {});
     std::vector<spyglass::model::FrameId> ids;
-    ASSERT_EQ(reader.read(*main, ids), spyglass::sampling::StackOutcome::ok);
+    ASSERT_EQ(reader.read(loaded.main, ids), spyglass::sampling::StackOutcome::ok);
     ASSERT_EQ(ids.size(), fixture.frames.size());
     for (std::size_t i = 0; i < ids.size(); ++i) {
         const spyglass::model::Frame& frame = frames.get(ids[i]);

@@ -46,6 +46,15 @@ class StackCapturer {
     CaptureOutcome capture(python::ThreadRecord thread, Attempt attempt);
     CaptureOutcome capture(python::ThreadRecord thread) { return capture(thread, Attempt{}); }
 
+    // A stopped thread's capture in two halves: walk_stopped() reads its frame chain while it
+    // is stopped (that must be one moment of it); finish_stopped() reads and checks the
+    // headers of its code objects once it runs again (a running thread does not change them,
+    // and one freed meanwhile fails the check as it would in a running read). Together they
+    // are capture(thread, {.thread_stopped = true, .retries = 0}), with one read fewer in the
+    // pause.
+    void walk_stopped(python::ThreadRecord thread);
+    CaptureOutcome finish_stopped();
+
     [[nodiscard]] const python::RawStack& raw() const noexcept { return raw_; }
     [[nodiscard]] const CaptureStats& stats() const noexcept { return stats_; }
 
