@@ -337,6 +337,26 @@ std::expected<TaskStatReader::RunMark, Errc> TaskStatReader::read_run_mark() noe
     return mark;
 }
 
+namespace {
+// The "processor" field (the 39th) of a stat line, given from its third field (the state) on;
+// -1 if the line is cut short or the field is not a number.
+int stat_processor(std::string_view fields) noexcept {
+    constexpr int kProcessorField = 39;
+    int field = 3;
+    std::size_t at = 0;
+    while (field < kProcessorField) {
+        at = fields.find(' ', at);
+        if (at == std::string_view::npos) return -1;
+        ++at;
+        ++field;
+    }
+    int cpu = -1;
+    auto [end, error] = std::from_chars(fields.data() + at, fields.data() + fields.size(), cpu);
+    if (error != std::errc{} || end == fields.data() + at) return -1;
+    return cpu;
+}
+} // namespace
+
 std::expected<TaskStatReader::Reading, Errc> TaskStatReader::read() noexcept {
     if (stat_fd_ < 0) return std::unexpected(Errc::process_gone);
     Reading reading;
@@ -348,6 +368,7 @@ std::expected<TaskStatReader::Reading, Errc> TaskStatReader::read() noexcept {
     if (close == std::string_view::npos || close + 2 >= text.size())
         return std::unexpected(Errc::corrupt);
     reading.state = text[close + 2];
+    reading.cpu = stat_processor(text.substr(close + 2));
     if (schedstat_fd_ >= 0) {
         n = ::pread(schedstat_fd_, buffer, sizeof buffer - 1, 0);
         if (n > 0) {

@@ -226,7 +226,7 @@ ThreadTracer::Event ThreadTracer::consume(pid_t tid, Tracee& tracee) noexcept {
     return Event::signal_passed;
 }
 
-std::expected<void, PauseFailure> ThreadTracer::pause(pid_t tid) noexcept {
+std::expected<void, PauseFailure> ThreadTracer::pause(pid_t tid, PauseHow how) noexcept {
     auto it = tracees_.find(tid);
     if (it == tracees_.end()) {
         if (auto seized = seize(tid); !seized) return seized;
@@ -245,8 +245,9 @@ std::expected<void, PauseFailure> ThreadTracer::pause(pid_t tid) noexcept {
         }
         tracee.interrupt_pending = true;
     }
-    const std::uint64_t since = monotonic_ns();
-    const std::uint64_t deadline = since + kPauseTimeoutNs;
+    const std::uint64_t now = monotonic_ns();
+    const std::uint64_t since = how.poll_first ? now : now - kSpinNs;
+    const std::uint64_t deadline = now + kPauseTimeoutNs;
     for (unsigned polls = 0;;) {
         switch (consume(tid, tracee)) {
         case Event::interrupted:

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <ctime>
 
+#include <sched.h>
+
 #include "spyglass/clock.hpp"
 #include "spyglass/sampling/native_resolve.hpp"
 
@@ -154,8 +156,12 @@ CaptureOutcome capture_native(python::PythonProcess& process, StackCapturer& cap
         context.clear();
         return capturer.capture(record);
     }
+    // A running thread last seen on the core this thread runs on is not running now: it was
+    // preempted (by us, or before). It can reach its stop only once we give the core up, so
+    // polling for the stop would only delay it: sleep at once.
+    const bool shares_our_core = thread.cpu >= 0 && thread.cpu == ::sched_getcpu();
     const std::uint64_t start = monotonic_ns();
-    auto paused = tracer.pause(record.tid);
+    auto paused = tracer.pause(record.tid, {.poll_first = !shares_our_core});
     if (!paused) {
         context.clear();
         if (paused.error() == process::PauseFailure::gone) return CaptureOutcome::gone;

@@ -172,6 +172,7 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
         // A wait reason read for the first time needs the real state letter (D, T), not 'S'
         // inferred from a run time that did not move.
         if (state == 'S' && want_wait && !thread.wait_known) state = 0;
+        int last_cpu = -1;
         if (state == 0) {
             auto reading = thread.stat.read();
             if (!reading) continue;
@@ -184,6 +185,7 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
                 if (auto again = thread.stat.read(); again) reading = again;
             }
             state = reading->state;
+            last_cpu = reading->cpu;
             run = {reading->run_ns, reading->slices};
             delay_ns = reading->delay_ns;
             state_read = true;
@@ -214,6 +216,7 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
         thread.run = run;
         thread.have_run_ns = true;
         thread.on_cpu = on_cpu;
+        thread.cpu = last_cpu;
         thread.starved = starved;
         // The time since this thread was last looked at: a tick that came late stands for
         // the ticks it missed. A new thread: one period, unless this is the first pass over
@@ -314,9 +317,13 @@ bool ProcessSampler::push_sample(const python::ThreadRecord& record, ThreadState
     CaptureOutcome outcome;
     if (options_.native) {
         if (!thread.syscall) thread.syscall.emplace(process_->pid(), record.tid);
-        NativeThread native{
-            &thread.stat,  &*thread.syscall,         thread.run,
-            thread.on_cpu, thread.native.stack_copy, thread.native.stop_when_blocked};
+        NativeThread native{&thread.stat,
+                            &*thread.syscall,
+                            thread.run,
+                            thread.on_cpu,
+                            thread.cpu,
+                            thread.native.stack_copy,
+                            thread.native.stop_when_blocked};
         const std::uint64_t unstopped = native_stats_.unstopped;
         outcome = capture_native(*process_, capturer_, tracer_, options_.pause, record, native,
                                  native_context_, native_stats_, pause_stats_, paused);

@@ -5,6 +5,8 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "spyglass/process/procfs.hpp"
@@ -56,6 +58,32 @@ TEST(RunMark, AThreadThatWokeHasMoreSlicesWhateverItsRunTime) {
     ASSERT_TRUE(woke.has_value());
     EXPECT_GT(woke->slices, asleep->slices);
     EXPECT_NE(*woke, *asleep);
+}
+
+// The CPU a thread last ran on (stat's 39th field, after a command name that may hold spaces
+// and parentheses): this thread, pinned to one CPU, reads as on it.
+TEST(RunMark, TheStatReadingSaysWhichCpuTheThreadLastRanOn) {
+    cpu_set_t allowed;
+    ASSERT_EQ(::sched_getaffinity(0, sizeof allowed, &allowed), 0);
+    cpu_set_t before = allowed;
+    int last = -1;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+        if (CPU_ISSET(cpu, &allowed)) last = cpu;
+    ASSERT_GE(last, 0);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(last, &one);
+    ASSERT_EQ(::sched_setaffinity(0, sizeof one, &one), 0);
+    char name[16] = {};
+    ::prctl(PR_GET_NAME, name);
+    ::prctl(PR_SET_NAME, "a (b) c");
+    TaskStatReader reader(::getpid(), ::gettid());
+    auto reading = reader.read();
+    ::prctl(PR_SET_NAME, name);
+    ::sched_setaffinity(0, sizeof before, &before);
+    ASSERT_TRUE(reading.has_value());
+    EXPECT_EQ(reading->cpu, last);
+    EXPECT_EQ(reading->state, 'R');
 }
 
 } // namespace

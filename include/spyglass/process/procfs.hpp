@@ -96,6 +96,7 @@ class TaskStatReader {
 
     struct Reading {
         char state = '?';
+        int cpu = -1;               // the CPU it last ran on (stat's "processor"); -1 unknown
         std::uint64_t run_ns = 0;   // on-CPU time since the task started (schedstat)
         std::uint64_t delay_ns = 0; // time spent runnable, waiting for a CPU (schedstat)
         std::uint64_t slices = 0;   // times it was put on a CPU (schedstat)

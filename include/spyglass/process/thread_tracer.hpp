@@ -40,8 +40,14 @@ class ThreadTracer {
     ThreadTracer(const ThreadTracer&) = delete;
     ThreadTracer& operator=(const ThreadTracer&) = delete;
 
+    struct PauseHow {
+        // Poll for the stop without sleeping at first (for a thread running on another core;
+        // one that waits for ours cannot stop until we sleep).
+        bool poll_first = true;
+    };
     // Stops `tid` and waits until it has stopped: it executes nothing until resume(tid).
-    std::expected<void, PauseFailure> pause(pid_t tid) noexcept;
+    std::expected<void, PauseFailure> pause(pid_t tid, PauseHow how) noexcept;
+    std::expected<void, PauseFailure> pause(pid_t tid) noexcept { return pause(tid, PauseHow{}); }
     // Lets a thread paused by pause() run again (or stay in the group stop it is in).
     void resume(pid_t tid) noexcept;
     // The registers of a thread paused by pause() (PTRACE_GETREGSET); false if they could not

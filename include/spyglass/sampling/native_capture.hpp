@@ -55,6 +55,7 @@ struct NativeThread {
     process::TaskSyscallReader* syscall = nullptr;
     process::TaskStatReader::RunMark run{}; // schedstat read at the start of this pass
     bool on_cpu = false;
+    int cpu = -1;                                     // the CPU it last ran on (-1: unknown)
     std::uint32_t stack_copy = native::kMaxStackCopy; // bytes of stack to copy
     bool stop_when_blocked = false; // stop it even when blocked (unless PauseMode::never)
 };

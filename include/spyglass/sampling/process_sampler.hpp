@@ -118,6 +118,7 @@ class ProcessSampler {
         bool have_run_ns = false;
         bool have_delay = false;
         bool on_cpu = false;        // at the previous pass
+        int cpu = -1;               // the CPU it last ran on, when its stat was read then
         bool starved = false;       // at the previous pass: runnable, not running
         bool wait_known = false;    // the resolver has its wait reason as of run_ns
         bool have_previous = false; // the resolver has the thread's stack as of run_ns
