@@ -46,17 +46,27 @@ void install_child_handler() {
     });
 }
 
+sigset_t child_signal() noexcept {
+    sigset_t child;
+    sigemptyset(&child);
+    sigaddset(&child, SIGCHLD);
+    return child;
+}
+
 // Waits a little between polls. For the first few tens of microseconds, not at all: a thread
 // on another core stops in about 20 us (measured on a 2-vCPU VM), and a sleep, however short,
-// lets the sampler's core go idle and costs a wake-up. After that (the thread shares our core,
-// or is slow to stop) a short sleep, never sched_yield: a yielding thread stays runnable, so
-// whatever shares its core runs on until the next tick, milliseconds; a sleeping one is woken
-// by its own timer and preempts it at once. (A blocking waitid, woken as the thread stops,
-// brought the milliseconds back, measured.)
+// lets the sampler's core go idle and costs a wake-up. After that (or at once, for a thread
+// that waits for our core) a short sleep that the stop's SIGCHLD ends: a thread sharing our
+// core runs when we sleep and wakes us as it stops. Never sched_yield: a yielding thread stays
+// runnable, so whatever shares its core runs on until the next tick, milliseconds. (A blocking
+// waitid, woken as the thread stops, brought the milliseconds back, measured.)
 void back_off(unsigned& polls, std::uint64_t since_ns) {
     if (monotonic_ns() - since_ns < kSpinNs) return;
-    timespec step{0, ++polls < 64 ? 2'000 : 20'000};
-    nanosleep(&step, nullptr);
+    const timespec step{0, ++polls < 64 ? 2'000 : 20'000};
+    const sigset_t child = child_signal();
+    // The SIGCHLD taken here may be another tracee's: the session's sleep services them all.
+    if (sigtimedwait(&child, nullptr, &step) == SIGCHLD)
+        tracee_events.store(true, std::memory_order_relaxed);
 }
 
 // A thread that has exited (a zombie on its way out, or gone) cannot be seized either: the
@@ -113,15 +123,6 @@ bool take_tracee_events() noexcept {
     if (events) service_leftovers();
     return events;
 }
-
-namespace {
-sigset_t child_signal() noexcept {
-    sigset_t child;
-    sigemptyset(&child);
-    sigaddset(&child, SIGCHLD);
-    return child;
-}
-} // namespace
 
 TraceeEventsHeld::TraceeEventsHeld() noexcept {
     sigset_t child = child_signal();
