@@ -42,7 +42,7 @@ struct LoadedFixture {
 
 // The fixture's memory behind a process, and its main thread's record; empty `process` on
 // failure (with a test failure recorded).
-LoadedFixture load(const std::string& name) {
+LoadedFixture load_captured(const std::string& name) {
     LoadedFixture loaded;
     std::string error;
     if (!spyglass::test_support::read_fixture((fixture_dir() / (name + ".fixture")).string(),
@@ -82,7 +82,7 @@ LoadedFixture load(const std::string& name) {
 // code objects once it runs again: the same result as a stopped capture in one piece, and what
 // changed in between (a code object freed) is caught, not taken.
 TEST_P(CapturedStack, AStoppedCaptureInTwoHalvesChecksTheCodeObjectsItReadsAfter) {
-    LoadedFixture loaded = load(GetParam());
+    LoadedFixture loaded = load_captured(GetParam());
     ASSERT_TRUE(loaded.process);
     using spyglass::sampling::CaptureOutcome;
     spyglass::sampling::StackCapturer whole(*loaded.process, 0);
@@ -110,7 +110,7 @@ TEST_P(CapturedStack, AStoppedCaptureInTwoHalvesChecksTheCodeObjectsItReadsAfter
 }
 
 TEST_P(CapturedStack, ReadsAsTheInterpreterReportedIt) {
-    LoadedFixture loaded = load(GetParam());
+    LoadedFixture loaded = load_captured(GetParam());
     ASSERT_TRUE(loaded.process);
     const Fixture& fixture = loaded.fixture;
     std::vector<spyglass::python::ThreadRecord> threads;
