@@ -341,19 +341,11 @@ namespace {
 // The "processor" field (the 39th) of a stat line, given from its third field (the state) on;
 // -1 if the line is cut short or the field is not a number.
 int stat_processor(std::string_view fields) noexcept {
-    constexpr int kProcessorField = 39;
-    int field = 3;
-    std::size_t at = 0;
-    while (field < kProcessorField) {
-        at = fields.find(' ', at);
-        if (at == std::string_view::npos) return -1;
-        ++at;
-        ++field;
-    }
+    std::string_view field;
+    for (int number = 3; number <= 39; ++number)
+        field = next_field(fields);
     int cpu = -1;
-    auto [end, error] = std::from_chars(fields.data() + at, fields.data() + fields.size(), cpu);
-    if (error != std::errc{} || end == fields.data() + at) return -1;
-    return cpu;
+    return parse_number(field, cpu) ? cpu : -1;
 }
 } // namespace
 
