@@ -81,11 +81,7 @@ CaptureOutcome capture_stack(python::PythonProcess& process, StackCapturer& capt
     };
     // Torn, or cut by a read that failed (the thread had freed what it pointed to): a thread
     // that changes faster than it can be read.
-    auto raced = [&](CaptureOutcome outcome) {
-        return outcome == CaptureOutcome::torn ||
-               (outcome == CaptureOutcome::truncated &&
-                capturer.raw().end != python::StackEnd::too_deep);
-    };
+    auto raced = [&](CaptureOutcome outcome) { return capturer.raced(outcome); };
     if (mode == PauseMode::always && asleep != nullptr && asleep->stat != nullptr &&
         while_stopped == nullptr) {
         CaptureOutcome outcome = capturer.capture(record, {.thread_stopped = false});

@@ -30,10 +30,7 @@ CaptureOutcome StackCapturer::capture(python::ThreadRecord thread, Attempt how) 
         ++stats_.attempts;
         process_.walker().walk(thread, raw_);
         outcome = check(how.thread_stopped);
-        if (outcome == CaptureOutcome::ok || outcome == CaptureOutcome::gone) return outcome;
-        // A stack deeper than the frame limit is cut the same way each time: not a race.
-        if (outcome == CaptureOutcome::truncated && raw_.end == python::StackEnd::too_deep)
-            return outcome;
+        if (!raced(outcome)) return outcome;
         ++stats_.torn_attempts;
         if (attempt >= retries) return outcome;
         // The thread moved on: read the pointers the walk starts from again.
@@ -50,9 +47,7 @@ void StackCapturer::walk_stopped(python::ThreadRecord thread) {
 
 CaptureOutcome StackCapturer::finish_stopped() {
     CaptureOutcome outcome = check(true);
-    if (outcome == CaptureOutcome::torn ||
-        (outcome == CaptureOutcome::truncated && raw_.end != python::StackEnd::too_deep))
-        ++stats_.torn_attempts;
+    if (raced(outcome)) ++stats_.torn_attempts;
     return outcome;
 }
 

@@ -55,6 +55,14 @@ class StackCapturer {
     void walk_stopped(python::ThreadRecord thread);
     CaptureOutcome finish_stopped();
 
+    // Whether `outcome`, of the latest capture, says the thread changed while it was read:
+    // torn, or cut short by a failed read (not by the frame limit, which cuts the same way
+    // each time).
+    [[nodiscard]] bool raced(CaptureOutcome outcome) const noexcept {
+        return outcome == CaptureOutcome::torn ||
+               (outcome == CaptureOutcome::truncated && raw_.end != python::StackEnd::too_deep);
+    }
+
     [[nodiscard]] const python::RawStack& raw() const noexcept { return raw_; }
     [[nodiscard]] const CaptureStats& stats() const noexcept { return stats_; }
 
