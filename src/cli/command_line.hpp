@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include <CLI/CLI.hpp>
+#include <spdlog/formatter.h>
 
 #include "spyglass/cli/options.hpp"
 
@@ -27,6 +28,9 @@ struct CommandLine {
 // Option value names tell the completions what to offer: FILE (file names), PID (Python
 // processes), and an IsMember set (its words).
 std::unique_ptr<CLI::App> make_app(CommandLine& parsed);
+
+// "spyglass: LEVEL: message", the message made terminal-safe (it quotes the target's names).
+std::unique_ptr<spdlog::formatter> make_log_formatter();
 
 // "spyglass 0.1.0 (commit 1a2b3c4)": the version and the commit it was built from.
 std::string version_text();

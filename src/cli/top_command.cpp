@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "command_line.hpp"
 #include <fmt/format.h>
 #include <pthread.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
@@ -98,7 +99,7 @@ class LogCapture {
         : logger_(spdlog::default_logger()),
           sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(32)) {
         if (!logger_) return;
-        sink_->set_pattern("spyglass: %l: %v");
+        sink_->set_formatter(make_log_formatter());
         saved_ = logger_->sinks();
         logger_->sinks() = {sink_};
     }

@@ -4,6 +4,7 @@
 
 #include "spyglass/output/json_writer.hpp"
 #include "spyglass/output/writer.hpp"
+#include "spyglass/terminal_text.hpp"
 
 namespace spyglass::output {
 
@@ -29,46 +30,52 @@ std::string wait_text(const model::WaitSnapshot& wait) {
 
 } // namespace
 
+// Every name, path and value here comes from the target (or its /proc files): each goes
+// through terminal_safe, since the text is for root's terminal.
 std::string format_dump_text(const model::ProcessSnapshot& snapshot,
                              const model::FrameTable& frames, bool full_filenames) {
     std::string out;
     auto it = std::back_inserter(out);
-    fmt::format_to(it, "Process {}: {}\n", snapshot.pid, join_words(snapshot.command));
-    fmt::format_to(it, "Python {} ({})\n", snapshot.python_version, snapshot.executable);
+    auto safe = [](std::string_view text) { return terminal_safe(text); };
+    fmt::format_to(it, "Process {}: {}\n", snapshot.pid, safe(join_words(snapshot.command)));
+    fmt::format_to(it, "Python {} ({})\n", safe(snapshot.python_version),
+                   safe(snapshot.executable));
     for (const std::string& note : snapshot.notes)
-        fmt::format_to(it, "note: {}\n", note);
+        fmt::format_to(it, "note: {}\n", safe(note));
     const model::StringTable& strings = frames.strings();
     for (const model::ThreadSnapshot& thread : snapshot.threads) {
         fmt::format_to(it, "\nThread {} [0x{:x}] \"{}\" ({}){}\n", thread.tid, thread.thread_id,
-                       thread.name, thread_state(thread),
+                       safe(thread.name), thread_state(thread),
                        thread.interp_index > 0
                            ? fmt::format(" in sub-interpreter {}", thread.interp_index)
                            : "");
         // Two spaces, not a frame's four: scripts that read frames by their indent skip it.
         if (std::string wait = wait_text(thread.wait); !wait.empty())
-            fmt::format_to(it, "  Waiting: {}\n", wait);
+            fmt::format_to(it, "  Waiting: {}\n", safe(wait));
         if (thread.frames.empty()) out += "    (no Python frames)\n";
         for (std::size_t i = 0; i < thread.frames.size(); ++i) {
             const model::Frame& frame = frames.get(thread.frames[i]);
+            std::string function = safe(strings.view(frame.function));
             if (frame.kind == model::FrameKind::marker) {
-                fmt::format_to(it, "    {}\n", strings.view(frame.function));
+                fmt::format_to(it, "    {}\n", function);
                 continue;
             }
             if (frame.kind == model::FrameKind::native) {
-                std::string_view module = native_module_name(frame, strings);
+                std::string module = safe(native_module_name(frame, strings));
                 if (frame.line > 0) {
                     std::string_view source = strings.view(frame.file);
                     if (!full_filenames) source = source.substr(source.rfind('/') + 1);
-                    fmt::format_to(it, "    {} ({}, {}:{})\n", strings.view(frame.function), module,
-                                   source, frame.line);
+                    fmt::format_to(it, "    {} ({}, {}:{})\n", function, module, safe(source),
+                                   frame.line);
                 } else {
-                    fmt::format_to(it, "    {} ({})\n", strings.view(frame.function), module);
+                    fmt::format_to(it, "    {} ({})\n", function, module);
                 }
                 continue;
             }
             std::string_view file = strings.view(frame.file);
-            fmt::format_to(it, "    {} ({}:{})\n", strings.view(frame.function),
-                           full_filenames ? std::string(file) : short_filename(file), frame.line);
+            fmt::format_to(it, "    {} ({}:{})\n", function,
+                           safe(full_filenames ? std::string(file) : short_filename(file)),
+                           frame.line);
             if (i < thread.locals.size()) {
                 bool any_argument = false, any_local = false;
                 for (const auto& local : thread.locals[i])
@@ -79,7 +86,8 @@ std::string format_dump_text(const model::ProcessSnapshot& snapshot,
                     out += arguments ? "        Arguments:\n" : "        Locals:\n";
                     for (const auto& local : thread.locals[i])
                         if (local.argument == arguments)
-                            fmt::format_to(it, "            {} = {}\n", local.name, local.value);
+                            fmt::format_to(it, "            {} = {}\n", safe(local.name),
+                                           safe(local.value));
                 }
             }
         }

@@ -11,13 +11,22 @@ namespace spyglass::output {
 namespace {
 
 // A label as one folded field: ';' separates frames and a line is one stack, so ';' becomes
-// ',' and control characters (newlines, tabs) become spaces.
+// ',' and control characters (newlines, tabs, and the C1 controls U+0080-U+009F, which a
+// terminal reading `-o -` would act on) become spaces.
 void append_field(std::string& out, std::string_view label) {
-    for (char c : label) {
-        if (c == ';')
+    for (std::size_t i = 0; i < label.size(); ++i) {
+        char c = label[i];
+        auto byte = static_cast<unsigned char>(c);
+        if (c == ';') {
             c = ',';
-        else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+        } else if (byte < 0x20 || byte == 0x7f) {
             c = ' ';
+        } else if (byte == 0xC2 && i + 1 < label.size() &&
+                   static_cast<unsigned char>(label[i + 1]) >= 0x80 &&
+                   static_cast<unsigned char>(label[i + 1]) <= 0x9F) {
+            c = ' ';
+            ++i;
+        }
         out.push_back(c);
     }
 }

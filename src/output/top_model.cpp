@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "spyglass/output/writer.hpp"
+#include "spyglass/terminal_text.hpp"
 
 namespace spyglass::output {
 
@@ -161,9 +162,10 @@ std::uint32_t TopModel::row_of(model::FrameId frame, bool by_line) {
     if (cache[frame] != 0) return cache[frame] - 1;
     const model::Frame& f = frames_.get(frame);
     RowInfo info;
-    info.function = frames_.strings().view(f.function);
+    // Escaped once here: the plain table and the screen both print these.
+    info.function = terminal_safe(frames_.strings().view(f.function));
     if (f.kind != model::FrameKind::marker) {
-        info.file = frames_.strings().view(f.file);
+        info.file = terminal_safe(frames_.strings().view(f.file));
         if (options_.line_numbers) info.line = by_line ? f.line : f.first_line;
     }
     std::uint32_t row = intern_row(std::move(info));
@@ -207,7 +209,7 @@ void TopModel::learn_wait(model::WaitId wait) {
         info.kind = "-";
         return;
     }
-    info.label = wait_summary(frames_, wait);
+    info.label = terminal_safe(wait_summary(frames_, wait));
     info.kind = model::wait_kind_name(frames_.waits().get(wait).kind);
     waits_seen_.push_back(TopWait{wait, info.label, info.kind});
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "spyglass/output/writer.hpp"
+#include "spyglass/terminal_text.hpp"
 
 // Without its macros, curses.h does not turn erase(), clear() or refresh() into macros that
 // break the standard library's members of the same names.
@@ -124,7 +125,7 @@ std::string duration(double s) {
 
 std::string thread_label(const TopThread& thread, bool with_pid) {
     std::string label = fmt::format("Thread {}", thread.info.tid);
-    if (!thread.info.name.empty()) label += fmt::format(" ({})", thread.info.name);
+    if (!thread.info.name.empty()) label += fmt::format(" ({})", terminal_safe(thread.info.name));
     if (with_pid) label += fmt::format(" of pid {}", thread.info.pid);
     return label;
 }
@@ -248,7 +249,7 @@ std::vector<std::string> top_header(const TopTable& table, const TopTarget& targ
     }
     std::string line = fmt::format("spyglass top  {}", process);
     if (!target.python_version.empty()) line += "  Python " + target.python_version;
-    if (!target.command.empty()) line += "  " + join_words(target.command);
+    if (!target.command.empty()) line += "  " + terminal_safe(join_words(target.command));
     lines.push_back(std::move(line));
 
     double seconds = static_cast<double>(stats.elapsed_ns) / 1e9;

@@ -189,13 +189,28 @@ DisplayFrames::Id DisplayFrames::frame(model::FrameId id) {
     return cached = intern(std::move(entry));
 }
 
+namespace {
+
+// The system call a wait names, and " sleep" after it when the call does not say so itself: up
+// to 3.10 time.sleep is select() on no descriptors (pselect6), which must read as the sleep it
+// is, as clock_nanosleep does on 3.11+.
+std::string wait_call(const model::Wait& wait, const model::StringTable& strings) {
+    if (wait.syscall == 0) return std::string(model::wait_kind_name(wait.kind));
+    std::string call(strings.view(wait.syscall));
+    if (wait.kind == model::WaitKind::sleep && wait.target == 0 &&
+        call.find("sleep") == std::string::npos)
+        call += " sleep";
+    return call;
+}
+
+} // namespace
+
 std::string wait_label(const model::Profile& profile, model::WaitId id) {
     const model::Wait& wait = profile.frames->waits().get(id);
     if (wait.kind == model::WaitKind::cpu_starved) return std::string(kCpuStarvedFrame);
     const model::StringTable& strings = profile.frames->strings();
     std::string label = "[wait ";
-    label += wait.syscall != 0 ? std::string(strings.view(wait.syscall))
-                               : std::string(model::wait_kind_name(wait.kind));
+    label += wait_call(wait, strings);
     if (wait.target != 0) {
         label += ' ';
         label += strings.view(wait.target);
@@ -207,8 +222,7 @@ std::string wait_label(const model::Profile& profile, model::WaitId id) {
 std::string wait_summary(const model::FrameTable& frames, model::WaitId id) {
     const model::Wait& wait = frames.waits().get(id);
     if (wait.target != 0) return std::string(frames.strings().view(wait.target));
-    if (wait.syscall != 0) return std::string(frames.strings().view(wait.syscall));
-    return model::wait_kind_name(wait.kind);
+    return wait_call(wait, frames.strings());
 }
 
 void DisplayFrames::stack(std::uint32_t thread, model::StackId stack, bool on_cpu,

@@ -228,6 +228,10 @@ TEST(OutputWaits, PseudoFrameSyntax) {
               "[wait recvfrom tcp 127.0.0.1:5432]");
     EXPECT_EQ(output::wait_label(profile, id(K::sleep, "clock_nanosleep", "")),
               "[wait clock_nanosleep]");
+    // Up to 3.10 time.sleep is select() on no descriptors: a sleep, and it says so.
+    EXPECT_EQ(output::wait_label(profile, id(K::sleep, "pselect6", "")), "[wait pselect6 sleep]");
+    EXPECT_EQ(output::wait_label(profile, id(K::sleep, "poll", "")), "[wait poll sleep]");
+    EXPECT_EQ(output::wait_label(profile, id(K::poll, "pselect6", "")), "[wait pselect6]");
     EXPECT_EQ(output::wait_label(profile, id(K::io, "", "")), "[wait io]");
     EXPECT_EQ(output::wait_label(profile, id(K::socket, "", "")), "[wait socket]"); // --waits=kind
     EXPECT_EQ(output::wait_label(profile, id(K::kernel, "", "folio_wait_bit")),
@@ -237,6 +241,8 @@ TEST(OutputWaits, PseudoFrameSyntax) {
     EXPECT_EQ(output::wait_summary(fixture->frames, id(K::gil, "futex", "GIL")), "GIL");
     EXPECT_EQ(output::wait_summary(fixture->frames, id(K::sleep, "clock_nanosleep", "")),
               "clock_nanosleep");
+    EXPECT_EQ(output::wait_summary(fixture->frames, id(K::sleep, "pselect6", "")),
+              "pselect6 sleep");
     EXPECT_EQ(output::wait_summary(fixture->frames, id(K::io, "", "")), "io");
 }
 
