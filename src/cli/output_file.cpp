@@ -62,15 +62,13 @@ Result<OutputFile> OutputFile::open(const std::string& path, Role role) {
     OutputFile file;
     file.path_ = path;
     file.role_ = role;
-    auto destination = Destination::classify(path, role == Role::raw_recording ? "the raw recording"
-                                                                               : "the output");
+    const char* what = role == Role::raw_recording ? "the raw recording" : "the output";
+    auto destination = Destination::classify(path, what);
     if (!destination) return std::unexpected(destination.error());
     file.destination_ = std::move(*destination);
     const Destination& to = file.destination_;
     auto cannot = [&](int err) {
-        return fail(Errc::io, "cannot write {} to {}: {}",
-                    role == Role::raw_recording ? "the raw recording" : "the output", path,
-                    errno_text(err));
+        return fail(Errc::io, "cannot write {} to {}: {}", what, path, errno_text(err));
     };
     switch (to.kind()) {
     case Destination::Kind::standard_output:
