@@ -1,5 +1,5 @@
 """Output paths on a hostile host (issue 23, items 1, 2 and 4): one rule for every output
-(record -o, --raw, report -o, diff -o, the SIGUSR1 flush). Run as root, as spyglass usually is:
+(record -o, --raw, report -o, diff -o, the --window files, the SIGUSR1 flush). Run as root, as spyglass usually is:
 another user's link in a sticky world-writable directory is not followed, a link of ours is; a
 device or a FIFO is written in place, never replaced; a temporary name planted in advance
 neither blocks the write nor redirects it."""
@@ -105,6 +105,29 @@ class HostilePaths(unittest.TestCase):
         for link in (self.planted, self.dangling):
             self.assert_refused(harness.spyglass("report", self.raw, "-o", link), link)
             self.assert_refused(harness.spyglass("diff", self.raw, self.raw, "-o", link), link)
+
+    def test_window_files_refuse_another_users_links(self):
+        # A link planted at the name of every window of the next minute (local time, as the
+        # pattern is filled in).
+        pattern = os.path.join(self.shared, "w-%Y%m%d-%H%M%S.txt")
+        now = int(time.time())
+        links = set()
+        for second in range(now - 2, now + 60):
+            link = time.strftime(pattern, time.localtime(second))
+            if link not in links:
+                os.symlink(self.secret, link)
+                os.lchown(link, NOBODY, NOBODY)
+                links.add(link)
+        result = harness.spyglass("record", "--pid", self.target.pid, "-d", 1.5, "--window", 1,
+                                  "-o", pattern)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("is a symbolic link owned by nobody (uid %d) in the sticky world-writable "
+                      "directory %s: not followed" % (NOBODY, self.shared), result.stderr)
+        self.assertIn("wrote 0 window files", result.stderr)
+        for link in links:
+            self.assertTrue(os.path.islink(link), link)
+        with open(self.secret) as f:
+            self.assertEqual(f.read(), SECRET)
 
     def test_a_link_of_ours_there_is_followed(self):
         mine = os.path.join(self.shared, "mine.txt")
