@@ -1,14 +1,11 @@
 #include "spyglass/cli/output_file.hpp"
 
 #include <cerrno>
-#include <charconv>
-#include <climits>
 #include <cstdint>
 #include <cstring>
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "spyglass/cli/signals.hpp"
@@ -18,49 +15,6 @@ namespace spyglass::cli {
 namespace {
 
 constexpr std::size_t kBufferSize = 64 * 1024;
-
-std::string directory_of(const std::string& path) {
-    std::size_t slash = path.rfind('/');
-    if (slash == std::string::npos) return ".";
-    return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-std::string name_of(const std::string& path) {
-    std::size_t slash = path.rfind('/');
-    return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-// The file a path names once every symbolic link on its last component is followed (the link
-// stays, its target is replaced); a dangling link gives the path it points to.
-std::string follow_links(const std::string& path) {
-    std::string current = path;
-    for (int hops = 0; hops < 40; ++hops) {
-        struct stat info {};
-        if (::lstat(current.c_str(), &info) != 0 || !S_ISLNK(info.st_mode)) return current;
-        char target[PATH_MAX];
-        ssize_t n = ::readlink(current.c_str(), target, sizeof target - 1);
-        if (n <= 0) return current;
-        std::string next(target, static_cast<std::size_t>(n));
-        if (next.front() != '/') next = directory_of(current) + "/" + next;
-        if (next.starts_with("/proc/")) return next; // a descriptor: written as it is
-        current = std::move(next);
-    }
-    return current;
-}
-
-// N for /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N: an open descriptor to write to.
-int descriptor_path(const std::string& path) {
-    if (path == "/dev/stdout") return 1;
-    if (path == "/dev/stderr") return 2;
-    for (std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"}) {
-        if (!path.starts_with(prefix)) continue;
-        int fd = -1;
-        std::string_view digits = std::string_view(path).substr(prefix.size());
-        auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), fd);
-        if (ec == std::errc() && end == digits.data() + digits.size() && fd >= 0) return fd;
-    }
-    return -1;
-}
 
 // Writes all of it, again after a signal: a first Ctrl-C while the profile goes down a pipe
 // must not cut it.
@@ -87,6 +41,7 @@ std::string errno_text(int err) {
 } // namespace
 
 void OutputFile::abort_cleanup(std::string_view remove_path, std::string_view outcome) const {
+    if (role_ == Role::whole_file) return;
     if (role_ == Role::profile)
         set_abort_cleanup(remove_path, outcome);
     else if (remove_path.empty())
@@ -96,6 +51,7 @@ void OutputFile::abort_cleanup(std::string_view remove_path, std::string_view ou
 }
 
 void OutputFile::clear_cleanup() const {
+    if (role_ == Role::whole_file) return;
     if (role_ == Role::profile)
         clear_abort_cleanup();
     else
@@ -106,77 +62,47 @@ Result<OutputFile> OutputFile::open(const std::string& path, Role role) {
     OutputFile file;
     file.path_ = path;
     file.role_ = role;
-    const char* what = role == Role::profile ? "the output" : "the raw recording";
-    auto cannot = [&](int err, std::string_view why = {}) {
-        return fail(Errc::io, "cannot write {} to {}: {}{}", what, path, why, errno_text(err));
+    const char* what = role == Role::raw_recording ? "the raw recording" : "the output";
+    auto destination = Destination::classify(path, what);
+    if (!destination) return std::unexpected(destination.error());
+    file.destination_ = std::move(*destination);
+    const Destination& to = file.destination_;
+    auto cannot = [&](int err) {
+        return fail(Errc::io, "cannot write {} to {}: {}", what, path, errno_text(err));
     };
-    if (path == "-" || descriptor_path(path) >= 0) {
-        int fd = path == "-" ? 1 : descriptor_path(path);
-        file.kind_ = path == "-" ? Kind::standard_output : Kind::direct;
-        file.fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    switch (to.kind()) {
+    case Destination::Kind::standard_output:
+    case Destination::Kind::descriptor:
+        file.kind_ =
+            to.kind() == Destination::Kind::standard_output ? Kind::standard_output : Kind::direct;
+        file.fd_ = ::fcntl(to.kind() == Destination::Kind::standard_output ? 1 : to.descriptor(),
+                           F_DUPFD_CLOEXEC, 3);
         if (file.fd_ < 0) return cannot(errno);
         file.abort_cleanup("", "nothing was written to " + file.shown());
         return file;
-    }
-    file.destination_ = follow_links(path);
-    struct stat existing {};
-    bool exists = ::stat(file.destination_.c_str(), &existing) == 0;
-    if (exists && S_ISDIR(existing.st_mode))
-        return fail(Errc::io, "cannot write {} to {}: it is a directory", what, path);
-    if (exists && S_ISBLK(existing.st_mode))
-        return fail(Errc::io, "cannot write {} to {}: it is a block device", what, path);
-    if (exists && !S_ISREG(existing.st_mode)) {
-        // A FIFO, a character device, a socket: rename cannot replace it, write it directly.
+    case Destination::Kind::in_place: {
         file.kind_ = Kind::direct;
-        bool fifo = S_ISFIFO(existing.st_mode);
-        file.fd_ = ::open(file.destination_.c_str(),
-                          O_WRONLY | O_CLOEXEC | O_NOCTTY | (fifo ? O_NONBLOCK : 0));
-        if (file.fd_ < 0 && fifo && errno == ENXIO)
-            return fail(Errc::io,
-                        "no reader on FIFO {}: start the program that reads it first (e.g. cat "
-                        "{} > profile), then spyglass",
-                        path, path);
-        if (file.fd_ < 0) return cannot(errno);
-        if (fifo) ::fcntl(file.fd_, F_SETFL, ::fcntl(file.fd_, F_GETFL) & ~O_NONBLOCK);
-        // /dev/null, /dev/zero, /dev/full take one byte without harm: /dev/full refuses it.
-        if (S_ISCHR(existing.st_mode) && major(existing.st_rdev) == 1 &&
-            (minor(existing.st_rdev) == 3 || minor(existing.st_rdev) == 5 ||
-             minor(existing.st_rdev) == 7) &&
-            ::write(file.fd_, "\n", 1) != 1)
-            return cannot(errno);
+        auto fd = to.open_in_place();
+        if (!fd) return std::unexpected(fd.error());
+        file.fd_ = *fd;
         file.abort_cleanup("", "nothing was written to " + file.shown());
         return file;
     }
-    if (exists && ::access(file.destination_.c_str(), W_OK) != 0) return cannot(errno);
-    file.existed_ = exists;
-    // Beside the destination, so that rename replaces it in one step.
-    std::string name = name_of(file.destination_).substr(0, 200);
-    file.temporary_ = directory_of(file.destination_) + "/." + name + ".spyglass-" +
-                      std::to_string(::getpid()) + ".tmp";
-    for (int attempt = 0; attempt < 2; ++attempt) {
-        file.fd_ = ::open(file.temporary_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        // Left by an earlier spyglass that had our PID and was killed: ours to replace.
-        if (file.fd_ < 0 && errno == EEXIST && attempt == 0) {
-            ::unlink(file.temporary_.c_str());
-            continue;
-        }
+    case Destination::Kind::replace:
         break;
     }
-    if (file.fd_ < 0) {
-        int err = errno;
-        file.temporary_.clear();
-        if (err == ENOENT) return cannot(err);
-        return cannot(err, fmt::format("cannot create a file in {} (the profile is written beside "
-                                       "its destination, then renamed over it): ",
-                                       directory_of(file.destination_)));
-    }
-    file.abort_cleanup(file.temporary_, file.outcome());
-    if (exists) {
+    file.existed_ = to.exists();
+    auto temporary = to.create_temporary();
+    if (!temporary) return std::unexpected(temporary.error());
+    file.temporary_ = std::move(*temporary);
+    file.fd_ = std::exchange(file.temporary_.fd, -1);
+    file.abort_cleanup(file.temporary_.path, file.outcome());
+    if (to.exists()) {
         // The new file keeps the old one's permissions (and owner, when we may set it).
-        [[maybe_unused]] int chmod_status = ::fchmod(file.fd_, existing.st_mode & 07777);
+        [[maybe_unused]] int chmod_status = ::fchmod(file.fd_, to.existing().st_mode & 07777);
         if (::geteuid() == 0) {
             [[maybe_unused]] int chown_status =
-                ::fchown(file.fd_, existing.st_uid, existing.st_gid);
+                ::fchown(file.fd_, to.existing().st_uid, to.existing().st_gid);
         }
     }
     // A disk without room for one byte is found now, not after the recording.
@@ -189,7 +115,7 @@ OutputFile::OutputFile(OutputFile&& other) noexcept
       temporary_(std::move(other.temporary_)), fd_(std::exchange(other.fd_, -1)),
       stream_(std::exchange(other.stream_, nullptr)), kind_(other.kind_), role_(other.role_),
       existed_(other.existed_), started_(other.started_), committed_(other.committed_) {
-    other.temporary_.clear();
+    other.temporary_ = {};
     other.committed_ = true; // the moved-from object cleans nothing up
 }
 
@@ -203,10 +129,10 @@ void OutputFile::discard() noexcept {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
     if (!committed_) {
-        if (!temporary_.empty()) ::unlink(temporary_.c_str());
+        destination_.remove(temporary_);
         clear_cleanup();
     }
-    temporary_.clear();
+    temporary_ = {};
 }
 
 std::string OutputFile::shown() const {
@@ -223,7 +149,7 @@ std::string OutputFile::outcome() const {
 Result<std::FILE*> OutputFile::begin_write() {
     if (fd_ < 0 || stream_ != nullptr) return fail(Errc::io, "{} is not open", shown());
     if (kind_ == Kind::temporary && ::lseek(fd_, 0, SEEK_SET) != 0)
-        return fail(Errc::io, "cannot write {}: {}", temporary_, errno_text(errno));
+        return fail(Errc::io, "cannot write {}: {}", temporary_.path, errno_text(errno));
     // The descriptor itself is the cookie: the stream does not point into this object.
     void* cookie = reinterpret_cast<void*>(static_cast<std::intptr_t>(fd_));
     stream_ = ::fopencookie(cookie, "w", {nullptr, cookie_write, nullptr, cookie_close});
@@ -238,7 +164,7 @@ Result<std::FILE*> OutputFile::begin_write() {
 Result<int> OutputFile::begin_write_descriptor() {
     if (fd_ < 0 || stream_ != nullptr || started_) return fail(Errc::io, "{} is not open", shown());
     if (kind_ == Kind::temporary && ::lseek(fd_, 0, SEEK_SET) != 0)
-        return fail(Errc::io, "cannot write {}: {}", temporary_, errno_text(errno));
+        return fail(Errc::io, "cannot write {}: {}", temporary_.path, errno_text(errno));
     started_ = true;
     if (kind_ != Kind::temporary) abort_cleanup("", outcome());
     return fd_;
@@ -252,7 +178,7 @@ std::string OutputFile::keep_partial() {
         ::close(fd_);
     }
     fd_ = -1;
-    std::string kept = std::exchange(temporary_, std::string());
+    std::string kept = std::exchange(temporary_, {}).path;
     committed_ = true; // nothing more to clean up: the partial file is the user's now
     clear_cleanup();
     return kept;
@@ -281,21 +207,13 @@ Result<void> OutputFile::commit() {
     fd_ = -1;
     if (!ok) return fail(Errc::io, "cannot write the profile: {}", errno_text(err));
     if (kind_ == Kind::temporary) {
-        if (::rename(temporary_.c_str(), destination_.c_str()) != 0)
-            return fail(Errc::io, "cannot rename {} to {}: {}", temporary_, destination_,
-                        errno_text(errno));
-        temporary_.clear();
-        // The rename itself reaches the disk with its directory.
-        int dir = ::open(directory_of(destination_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dir >= 0) {
-            ::fsync(dir);
-            ::close(dir);
-        }
+        if (auto replaced = destination_.replace_with(temporary_); !replaced) return replaced;
+        temporary_ = {};
     }
     committed_ = true;
     if (role_ == Role::profile)
         set_abort_cleanup("", "the profile was written to " + shown());
-    else
+    else if (role_ == Role::raw_recording)
         clear_abort_also_remove();
     return {};
 }

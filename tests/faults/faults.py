@@ -80,7 +80,7 @@ class Workdir(object):
 
 
 def temporaries(directory):
-    """Temporary outputs left in a directory (.NAME.spyglass-PID.tmp)."""
+    """Temporary outputs left in a directory (.NAME.spyglass-PID-RANDOM.tmp)."""
     return [n for n in os.listdir(directory) if ".spyglass-" in n and n.endswith(".tmp")]
 
 

@@ -188,14 +188,19 @@ class RawTests(unittest.TestCase):
             # The recording is written beside its name and renamed at the end: until then it
             # is the temporary file. Blocks go out every second of recording: wait for the
             # third to be on disk.
-            partial = os.path.join(d, ".rec.sgr.spyglass-%d.tmp" % process.pid)
+            # Its name ends in a random part: found by its prefix.
+            prefix = ".rec.sgr.spyglass-%d-" % process.pid
+            partial = None
             deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and self.blocks(partial) < 3:
+            while time.monotonic() < deadline and (partial is None or self.blocks(partial) < 3):
+                names = [n for n in os.listdir(d) if n.startswith(prefix)]
+                partial = os.path.join(d, names[0]) if names else None
                 time.sleep(0.05)
             process.send_signal(signal.SIGKILL)
             process.wait(timeout=30)
             process.stderr.close()
         self.assertFalse(os.path.exists(raw), "a partial recording under the real name")
+        self.assertIsNotNone(partial, os.listdir(d))
         raw = partial
         self.assertGreaterEqual(self.blocks(raw), 3)
         # Cut the last block too, as a full disk would.

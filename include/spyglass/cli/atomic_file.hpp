@@ -10,9 +10,11 @@
 
 namespace spyglass::cli {
 
-// Writes `path` through `write` into a temporary file in the same directory (a rename never
-// crosses file systems), flushes and fsyncs it, then renames it over `path`. On any error the
-// temporary file is removed and `path` is left as it was. "-" writes to standard output.
+// Writes `path` through `write` as OutputFile writes a recording's output (output_path.hpp's
+// rule): a regular file through a temporary file in the same directory, flushed, fsynced and
+// renamed over it; a FIFO or a character device in place; another user's link in a sticky
+// world-writable directory refused. On any error the temporary file is removed and a regular
+// `path` is left as it was. "-" writes to standard output.
 Result<void> write_file_atomically(const std::string& path,
                                    const std::function<Result<void>(std::FILE*)>& write);
 

@@ -1,15 +1,16 @@
 // The output file of a recording, opened before anything is attached so that an unwritable
 // path is reported before the recording starts, not after it.
 //
-// A regular file (new or existing) is written to a temporary file beside it,
-// `<dir>/.<name>.spyglass-<pid>.tmp`, and renamed over it only once the whole profile is written
-// and synced: an old file is never damaged, a partial profile never sits under the real name
-// (a SIGKILLed spyglass leaves at most the temporary file). Through a symbolic link, the file
-// the link points to is replaced and the link stays. What rename cannot replace is written
-// directly: a FIFO (opened without blocking: "no reader on FIFO X" when nobody reads it), a
-// character device (/dev/null; /dev/full is probed with one byte), a descriptor path
-// (/dev/stdout, /dev/fd/N, /proc/self/fd/N), and "-", standard output. docs/reliability.md
-// says what each fault does to each kind.
+// Where it goes follows output_path.hpp's rule (one for every output): a regular file (new or
+// existing) is written to a temporary file beside it, `<dir>/.<name>.spyglass-<pid>-<random>.tmp`,
+// and renamed over it only once the whole profile is written and synced: an old file is never
+// damaged, a partial profile never sits under the real name (a SIGKILLed spyglass leaves at
+// most the temporary file). Through a symbolic link we may follow, the file the link points to
+// is replaced and the link stays; another user's link in a sticky world-writable directory is
+// refused. What rename must not replace is written in place: a FIFO (opened without blocking:
+// "no reader on FIFO X" when nobody reads it), a character device (/dev/null; /dev/full is
+// probed with one byte), a descriptor path (/dev/stdout, /dev/fd/N, /proc/self/fd/N), and "-",
+// standard output. docs/reliability.md says what each fault does to each kind.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+#include "spyglass/cli/output_path.hpp"
 #include "spyglass/error.hpp"
 
 namespace spyglass::cli {
@@ -24,8 +26,9 @@ namespace spyglass::cli {
 class OutputFile {
   public:
     // What the file holds: the profile (-o; an abort says what became of it), or the raw
-    // recording written beside it (--raw; an abort removes its temporary file too).
-    enum class Role : std::uint8_t { profile, raw_recording };
+    // recording written beside it (--raw; an abort removes its temporary file too), or a file
+    // written whole at once (write_file_atomically: an abort leaves the others' cleanup as is).
+    enum class Role : std::uint8_t { profile, raw_recording, whole_file };
     // "-" is standard output. Probes what can be probed: the directory takes a new file, the
     // disk has room for a byte, a FIFO has a reader, /dev/full is full.
     static Result<OutputFile> open(const std::string& path, Role role = Role::profile);
@@ -59,8 +62,8 @@ class OutputFile {
     [[nodiscard]] std::string outcome() const; // what a failure or abort left at the path
 
     std::string path_;        // as given
-    std::string destination_; // what is replaced: symbolic links followed
-    std::string temporary_;   // Kind::temporary: the file being written
+    Destination destination_; // what is written or replaced
+    TemporaryFile temporary_; // Kind::temporary: the file being written
     int fd_ = -1;
     std::FILE* stream_ = nullptr;
     Kind kind_ = Kind::temporary;
