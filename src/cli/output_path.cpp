@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -70,8 +71,72 @@ std::string random_suffix() {
     return suffix;
 }
 
-int open_directory(const std::string& path) {
-    return ::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+// Opens the directory `path` names, walking it one component at a time so that every link on
+// the way, not only the last component's, meets the protected_symlinks rule: /tmp/d/prof.txt
+// with /tmp/d another user's link to /etc must not write into /etc. The descriptor, or the
+// reason it cannot be opened.
+std::expected<int, std::string> open_directory(const std::string& path) {
+    std::vector<std::string> pending; // components still to walk, the next one last
+    auto push_components = [&pending](std::string_view text) {
+        std::vector<std::string> parts;
+        for (std::size_t at = 0; at < text.size();) {
+            std::size_t slash = text.find('/', at);
+            if (slash == std::string_view::npos) slash = text.size();
+            if (slash > at) parts.emplace_back(text.substr(at, slash - at));
+            at = slash + 1;
+        }
+        pending.insert(pending.end(), parts.rbegin(), parts.rend());
+    };
+    auto reason = [](int err) { return std::unexpected(std::string(std::strerror(err))); };
+    int fd = ::open(path.starts_with('/') ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return reason(errno);
+    std::string walked = path.starts_with('/') ? "" : ".";
+    push_components(path);
+    for (int links = 0; !pending.empty();) {
+        std::string name = std::move(pending.back());
+        pending.pop_back();
+        if (name == ".") continue;
+        struct stat info {};
+        if (::fstatat(fd, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) {
+            int err = errno;
+            ::close(fd);
+            return reason(err);
+        }
+        if (S_ISLNK(info.st_mode)) {
+            auto fail_with = [&fd](auto error) {
+                ::close(fd);
+                return error;
+            };
+            if (++links > kMaxLinks) return fail_with(reason(ELOOP));
+            struct stat directory {};
+            if (::fstat(fd, &directory) != 0) return fail_with(reason(errno));
+            if (!may_follow_link(directory, info.st_uid, ::geteuid()))
+                return fail_with(std::unexpected(fmt::format(
+                    "{}/{} is a symbolic link owned by {} in the sticky world-writable directory "
+                    "{}: not followed, as it is neither yours nor the directory owner's (the "
+                    "kernel's protected_symlinks rule)",
+                    walked, name, user_name(info.st_uid), walked.empty() ? "/" : walked)));
+            char target[PATH_MAX];
+            ssize_t n = ::readlinkat(fd, name.c_str(), target, sizeof target - 1);
+            if (n <= 0) return fail_with(reason(n < 0 ? errno : EINVAL));
+            std::string_view link(target, static_cast<std::size_t>(n));
+            push_components(link);
+            if (link.starts_with('/')) {
+                ::close(fd);
+                fd = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (fd < 0) return reason(errno);
+                walked.clear();
+            }
+            continue;
+        }
+        int next = ::openat(fd, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int err = errno;
+        ::close(fd);
+        if (next < 0) return reason(err);
+        fd = next;
+        walked += "/" + name;
+    }
+    return fd;
 }
 
 } // namespace
@@ -102,8 +167,9 @@ Result<Destination> Destination::classify(const std::string& path, std::string_v
     for (int hops = 0;; ++hops) {
         if (hops == kMaxLinks) return std::unexpected(out.cannot("{}", std::strerror(ELOOP)));
         if (out.directory_ >= 0) ::close(out.directory_);
-        out.directory_ = open_directory(directory_of(current));
-        if (out.directory_ < 0) return std::unexpected(out.cannot("{}", std::strerror(errno)));
+        auto opened = open_directory(directory_of(current));
+        if (!opened) return std::unexpected(out.cannot("{}", opened.error()));
+        out.directory_ = *opened;
         out.file_ = current;
         out.name_ = name_of(current);
         struct stat info {};

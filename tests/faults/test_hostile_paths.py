@@ -94,6 +94,30 @@ class HostilePaths(unittest.TestCase):
             self.assert_refused(result, link)
             self.assertNotIn("samples", result.stderr)  # refused before attaching
 
+    def test_a_planted_link_on_the_way_is_refused_too(self):
+        # /shared/d -> the root-only directory: /shared/d/secret is the root-only file itself.
+        on_the_way = os.path.join(self.shared, "d")
+        os.symlink(self.dir, on_the_way)
+        os.lchown(on_the_way, NOBODY, NOBODY)
+        through = os.path.join(on_the_way, "secret")
+        for args in (("record", "--pid", self.target.pid, "-d", 0.3, "-o", through),
+                     ("report", self.raw, "-o", through)):
+            result = harness.spyglass(*args)
+            self.assertEqual(result.returncode, 1, result.stderr)
+            self.assertEqual(result.stderr.count("\n"), 1, result.stderr)
+            self.assertIn("%s is a symbolic link owned by nobody (uid %d) in the sticky "
+                          "world-writable directory %s: not followed" % (on_the_way, NOBODY,
+                                                                         self.shared),
+                          result.stderr)
+            with open(self.secret) as f:
+                self.assertEqual(f.read(), SECRET)
+        # A link of ours on the way is followed.
+        ours = os.path.join(self.shared, "ours")
+        os.symlink(self.dir, ours)
+        result = harness.spyglass("report", self.raw, "-o", os.path.join(ours, "mine.txt"))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertTrue(os.path.isfile(self.file("mine.txt")))
+
     def test_raw_recording_refuses_another_users_link(self):
         for link in (self.planted, self.dangling):
             result = harness.spyglass("record", "--pid", self.target.pid, "-d", 0.3, "-o",
