@@ -17,7 +17,9 @@
 #include <unistd.h>
 
 #include "spyglass/clock.hpp"
+#include "spyglass/native/unwinder.hpp"
 #include "spyglass/process/live_memory.hpp"
+#include "spyglass/process/open_limit.hpp"
 #include "spyglass/process/procfs.hpp"
 #include "spyglass/python/discovery.hpp"
 
@@ -65,6 +67,32 @@ std::map<pid_t, pid_t> parents() {
     }
     ::closedir(dir);
     return out;
+}
+
+// What corrupt target memory or a lack of descriptors cost the recording, said once at its end.
+void say_target_faults(const model::RecordingTotals& totals, const PassStats& stats) {
+    if (totals.threads_without_descriptors != 0)
+        spdlog::warn("{} threads could not be sampled ({} samples left out): their /proc files "
+                     "could not be opened, out of file descriptors (the limit is {}: raise it "
+                     "with ulimit -n)",
+                     totals.threads_without_descriptors, stats.missed_without_descriptors,
+                     totals.open_limit);
+    if (const std::uint64_t files = native::module_files_without_descriptors(); files != 0)
+        spdlog::warn("{} times a module's file could not be opened for native frames: out of "
+                     "file descriptors (the limit is {}): its native frames are missing, and "
+                     "samples whose Python frames could not be placed among them are marked {}",
+                     files, totals.open_limit, kMismatchMarker);
+    if (totals.unreadable_code != 0)
+        spdlog::warn("{} samples have a frame whose code object could not be read (corrupt "
+                     "memory): marked {}, counted as errors",
+                     totals.unreadable_code, kUnreadableCodeName);
+    if (totals.looping_stacks != 0)
+        spdlog::warn("{} where its frame chain points back into itself (corrupt memory): "
+                     "marked {}, each counted as a sampling error",
+                     totals.looping_stacks == 1
+                         ? "1 stack ends"
+                         : fmt::format("{} stacks end", totals.looping_stacks),
+                     kLoopsMarker);
 }
 
 } // namespace
@@ -496,6 +524,7 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
     totals.errors = stats.errors;
     totals.dropped = stats.dropped;
     totals.processes = samplers_.size();
+    totals.threads_without_descriptors = stats.threads_without_descriptors;
 
     result.sampling_cpu_ns = thread_cpu_ns() - cpu_start;
     queue_.close();
@@ -505,6 +534,12 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
         resolver_->drain(queue_);
     result.resolve = resolver_->stats();
     result.waits = resolver_->wait_stats();
+    totals.unreadable_code = resolver_->unreadable_samples();
+    totals.errors += totals.unreadable_code;
+    totals.looping_stacks = stats.looping_stacks;
+    totals.threads_without_descriptors = stats.threads_without_descriptors;
+    totals.open_limit = process::open_limit();
+    say_target_faults(totals, stats);
     result.resolver_cpu_ns = resolver_->cpu_ns();
     const double per_sample = stats.samples == 0 ? 0.0
                                                  : static_cast<double>(result.sampling_cpu_ns) /
