@@ -153,6 +153,13 @@ void Session::push_event(CaptureKind kind, std::uint32_t slot) {
     }
 }
 
+bool Session::exec_said(pid_t pid) const {
+    // A child started with fork and exec does this as a matter of course.
+    if (!roots_.contains(pid)) return false;
+    auto execs = execs_.find(pid);
+    return execs == execs_.end() || execs->second <= kExecsSaid;
+}
+
 void Session::retire(ProcessSampler& sampler) {
     pauses_.merge(sampler.pause_stats());
     push_event(CaptureKind::process_retired, sampler.slot());
@@ -258,9 +265,10 @@ bool Session::try_attach(pid_t pid, bool report_errors) {
     if (!process) {
         const Error& error = process.error();
         if (error.code == Errc::not_python && replaced_.erase(pid) > 0)
-            spdlog::warn("process {} is not running Python any more ({}): nothing to sample "
-                         "until it runs Python again or exits",
-                         pid, process::exe_path(pid).value_or("?"));
+            spdlog::log(exec_said(pid) ? spdlog::level::warn : spdlog::level::info,
+                        "process {} is not running Python any more ({}): nothing to sample "
+                        "until it runs Python again or exits",
+                        pid, process::exe_path(pid).value_or("?"));
         // Not Python (yet: a launcher, a shell, a fork before exec) or not initialized yet:
         // try again later. Anything else is final for this process.
         if (error.code == Errc::not_python) {
@@ -284,14 +292,10 @@ bool Session::try_attach(pid_t pid, bool report_errors) {
     pending_.erase(pid);
     discovered_.erase(pid);
     not_python_.erase(pid);
-    if (replaced_.erase(pid) > 0) {
-        if (roots_.contains(pid))
-            spdlog::warn("process {} runs Python {} again: sampling it", pid,
-                         (*process)->target().version.to_string());
-        else
-            spdlog::info("process {} runs Python {}: sampling it", pid,
-                         (*process)->target().version.to_string());
-    }
+    if (replaced_.erase(pid) > 0)
+        spdlog::log(exec_said(pid) ? spdlog::level::warn : spdlog::level::info,
+                    "process {} runs Python {} again: sampling it", pid,
+                    (*process)->target().version.to_string());
     add_sampler(std::move(*process));
     return true;
 }
@@ -475,11 +479,13 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
             if (state == ProcessState::replaced) {
                 pid_t pid = sampler->pid();
                 std::string exe = process::exe_path(pid).value_or("?");
-                // A child started with fork and exec does this as a matter of course.
-                if (roots_.contains(pid))
-                    spdlog::warn("process {} replaced its program (exec): now {}", pid, exe);
-                else
-                    spdlog::info("process {} replaced its program (exec): now {}", pid, exe);
+                const std::uint32_t execs = ++execs_[pid];
+                spdlog::log(exec_said(pid) ? spdlog::level::warn : spdlog::level::info,
+                            "process {} replaced its program (exec): now {}", pid, exe);
+                if (roots_.contains(pid) && execs == kExecsSaid + 1)
+                    spdlog::warn("process {} keeps replacing its program ({} times so far): "
+                                 "further execs are said with -v",
+                                 pid, execs);
                 replaced_.insert(pid);
                 pending_.insert(pid);
                 discovered_.erase(pid);
@@ -540,6 +546,9 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
     totals.threads_without_descriptors = stats.threads_without_descriptors;
     totals.open_limit = process::open_limit();
     say_target_faults(totals, stats);
+    for (const auto& [pid, execs] : execs_)
+        if (execs > kExecsSaid && roots_.contains(pid))
+            spdlog::warn("process {} replaced its program {} times", pid, execs);
     result.resolver_cpu_ns = resolver_->cpu_ns();
     const double per_sample = stats.samples == 0 ? 0.0
                                                  : static_cast<double>(result.sampling_cpu_ns) /

@@ -173,5 +173,33 @@ class CorruptTarget(harness.InterpreterCase):
 
 harness.interpreter_tests(CorruptTarget, globals(), CORRUPTIBLE)
 
+
+class ExecLoop(unittest.TestCase):
+    """A target that execs over and over: two warnings per exec would fill the terminal."""
+    EXECS = 5
+
+    def test_execs_are_throttled(self):
+        python = faults.any_python()
+        with faults.Workdir() as work:
+            out = work.file("execs.txt")
+            result = harness.spyglass("record", "-o", out, "--", python,
+                                      os.path.join(harness.WORKLOADS, "exec_loop.py"),
+                                      self.EXECS, 0.4)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            warnings = [line for line in result.stderr.splitlines() if "warning:" in line]
+            said = [line for line in warnings if "replaced its program (exec)" in line]
+            again = [line for line in warnings if re.search(r"runs Python \S+ again", line)]
+            self.assertLessEqual(len(said), 2, result.stderr)
+            self.assertLessEqual(len(again), 2, result.stderr)
+            # The execs not said one by one are summed up, not dropped (each program runs
+            # longer than the 250 ms between two checks for an exec: one seen late is still
+            # seen, hence at least 3 of the 5).
+            self.assertEqual(len([w for w in warnings if "keeps replacing its program (3 times "
+                                  "so far)" in w]), 1, result.stderr)
+            total = re.search(r"warning: process \d+ replaced its program (\d+) times",
+                              result.stderr)
+            self.assertTrue(total, result.stderr)
+            self.assertTrue(3 <= int(total.group(1)) <= self.EXECS, result.stderr)
+
 if __name__ == "__main__":
     unittest.main()
