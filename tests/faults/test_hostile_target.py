@@ -85,6 +85,22 @@ class Descriptors(unittest.TestCase):
             self.assertIn(", %d threads not sampled (out of file descriptors)" % missing, stderr)
 
 
+    def test_launched_command_keeps_the_limit_it_was_given(self):
+        # spyglass raised its own soft limit: a command it starts runs under the one spyglass
+        # was started with (select() fails on descriptors past 1024).
+        with faults.Workdir() as work:
+            limits = work.file("limits.txt")
+            result = harness.spyglass(
+                "record", "-o", work.file("launched.txt"), "--", self.python, "-c",
+                "import resource; open(%r, 'w').write('%%d %%d' %% "
+                "resource.getrlimit(resource.RLIMIT_NOFILE))" % limits,
+                preexec_fn=with_open_limit(1000, 4 * self.THREADS))
+            # (Whether it lived long enough to be sampled does not matter here.)
+            self.assertTrue(os.path.exists(limits), result.stderr)
+            with open(limits) as f:
+                self.assertEqual(f.read(), "1000 %d" % (4 * self.THREADS))
+
+
 class CorruptTarget(harness.InterpreterCase):
     def target(self, mode):
         return harness.Target(self.python, "corrupt_target.py", mode)
