@@ -302,7 +302,6 @@ void TaskStatReader::open_files() noexcept {
 }
 
 bool TaskStatReader::reopen() noexcept {
-    if (!out_of_descriptors_) return stat_fd_ >= 0 && schedstat_fd_ >= 0;
     open_files();
     return !out_of_descriptors_;
 }
@@ -351,8 +350,8 @@ void parse_schedstat(const char* at, const char* end, std::uint64_t& run_ns,
 } // namespace
 
 std::expected<TaskStatReader::RunMark, Errc> TaskStatReader::read_run_mark() noexcept {
-    if (schedstat_fd_ < 0 && !reopen())
-        return std::unexpected(out_of_descriptors_ ? Errc::io : Errc::process_gone);
+    if (out_of_descriptors_ && !reopen()) return std::unexpected(Errc::io);
+    if (schedstat_fd_ < 0) return std::unexpected(Errc::process_gone);
     char buffer[128];
     ssize_t n = ::pread(schedstat_fd_, buffer, sizeof buffer - 1, 0);
     if (n <= 0) return std::unexpected(Errc::process_gone);
@@ -375,8 +374,8 @@ int stat_processor(std::string_view fields) noexcept {
 } // namespace
 
 std::expected<TaskStatReader::Reading, Errc> TaskStatReader::read() noexcept {
-    if ((stat_fd_ < 0 || schedstat_fd_ < 0) && !reopen())
-        return std::unexpected(out_of_descriptors_ ? Errc::io : Errc::process_gone);
+    if (out_of_descriptors_ && !reopen()) return std::unexpected(Errc::io);
+    if (stat_fd_ < 0) return std::unexpected(Errc::process_gone);
     Reading reading;
     char buffer[512];
     ssize_t n = ::pread(stat_fd_, buffer, sizeof buffer - 1, 0);

@@ -124,6 +124,7 @@ class TaskStatReader {
   private:
     void close_all() noexcept;
     void open_files() noexcept;
+    // Opens again what could not be opened for lack of descriptors: false while it still cannot.
     bool reopen() noexcept;
     pid_t pid_ = 0;
     pid_t tid_ = 0;
