@@ -66,10 +66,14 @@ std::string record_summary(const model::RecordingTotals& totals, std::uint64_t s
     double error_share = totals.samples > 0 ? 100.0 * static_cast<double>(totals.errors) /
                                                   static_cast<double>(totals.samples)
                                             : 0;
-    return fmt::format("{}{} in {} s at {} Hz (asked {:g}), {}, {} ({:.2f}%){}{}", ending,
+    std::string left_out;
+    if (totals.threads_without_descriptors != 0)
+        left_out = fmt::format(", {} not sampled (out of file descriptors)",
+                               count_of(totals.threads_without_descriptors, "thread"));
+    return fmt::format("{}{} in {} s at {} Hz (asked {:g}), {}, {} ({:.2f}%){}{}{}", ending,
                        count_of(samples, "sample"), seconds_text(totals.elapsed_ns),
                        rate_text(achieved), asked_hz, count_of(totals.late_ticks, "late tick"),
-                       count_of(totals.errors, "sampling error"), error_share,
+                       count_of(totals.errors, "sampling error"), error_share, left_out,
                        pause_summary(totals.pauses), wrote);
 }
 

@@ -1,6 +1,8 @@
 #include "spyglass/native/unwinder.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <ctime>
 
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "spyglass/clock.hpp"
+#include "spyglass/process/open_limit.hpp"
 #include "spyglass/process/procfs.hpp"
 
 namespace spyglass::native {
@@ -20,6 +23,15 @@ namespace spyglass::native {
 namespace {
 
 char* debuginfo_path = nullptr;
+
+// Module files find_elf could not open for lack of descriptors (all unwinders: the callback has
+// no unwinder of its own to count in).
+std::atomic<std::uint64_t> files_without_descriptors{0};
+
+void note_open_failure(int err) noexcept {
+    if (process::out_of_descriptors(err))
+        files_without_descriptors.fetch_add(1, std::memory_order_relaxed);
+}
 
 // The target's files as it sees them: through /proc/PID/root, which is "/" for a process of our
 // mount namespace and the container's root for one in its own. Deleted files and the vDSO are
@@ -31,6 +43,7 @@ int find_elf(Dwfl_Module* module, void** userdata, const char* name, Dwarf_Addr 
         std::strstr(name, " (deleted)") == nullptr) {
         std::string path = *root + name;
         int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) note_open_failure(errno);
         struct stat st {};
         if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
             *elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
@@ -42,7 +55,10 @@ int find_elf(Dwfl_Module* module, void** userdata, const char* name, Dwarf_Addr 
         if (fd >= 0) ::close(fd);
         return -1;
     }
-    return dwfl_linux_proc_find_elf(module, userdata, name, base, file_name, elf);
+    errno = 0;
+    int fd = dwfl_linux_proc_find_elf(module, userdata, name, base, file_name, elf);
+    if (fd < 0) note_open_failure(errno);
+    return fd;
 }
 
 const Dwfl_Callbacks kCallbacks = {
@@ -221,6 +237,10 @@ std::uint64_t read_code(pid_t pid, std::vector<std::pair<std::uint64_t, std::uin
 }
 
 } // namespace
+
+std::uint64_t module_files_without_descriptors() noexcept {
+    return files_without_descriptors.load(std::memory_order_relaxed);
+}
 
 Unwinder::Unwinder(pid_t pid, RefreshPolicy policy)
     : pid_(pid), root_(fmt::format("/proc/{}/root", pid)), policy_(policy) {

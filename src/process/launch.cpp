@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "spyglass/process/open_limit.hpp"
+
 namespace spyglass::process {
 
 Result<Child> Child::launch(const std::vector<std::string>& argv) {
@@ -34,6 +36,7 @@ Result<Child> Child::launch(const std::vector<std::string>& argv) {
         ::sigprocmask(SIG_SETMASK, &none, nullptr);
         for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGCHLD, SIGQUIT, SIGHUP})
             ::signal(sig, SIG_DFL);
+        restore_open_limit();
         ::execvp(args[0], args.data());
         int err = errno;
         ssize_t ignored = ::write(pipe_fds[1], &err, sizeof err);

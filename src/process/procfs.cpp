@@ -8,23 +8,18 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "spyglass/process/checked.hpp"
+#include "spyglass/process/open_limit.hpp"
 
 namespace spyglass::process {
 
 namespace {
 
-// The soft limit of open descriptors, read once.
-long open_limit() noexcept {
-    static const long limit = [] {
-        rlimit limits{};
-        return ::getrlimit(RLIMIT_NOFILE, &limits) == 0 && limits.rlim_cur != RLIM_INFINITY
-                   ? static_cast<long>(limits.rlim_cur)
-                   : 1L << 20;
-    }();
+// The soft limit of open descriptors, read once (after raise_open_limit).
+long cached_open_limit() noexcept {
+    static const long limit = static_cast<long>(open_limit());
     return limit;
 }
 
@@ -280,9 +275,35 @@ std::string path_in_target(pid_t pid, std::string_view path) {
 }
 
 TaskStatReader::TaskStatReader(pid_t pid, pid_t tid) noexcept : pid_(pid), tid_(tid) {
-    std::string base = proc_path(pid, "/task/" + std::to_string(tid));
-    stat_fd_ = ::open((base + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
-    schedstat_fd_ = ::open((base + "/schedstat").c_str(), O_RDONLY | O_CLOEXEC);
+    open_files();
+}
+
+namespace {
+// Opens a file of a thread unless that would leave fewer descriptors than a few dozen: the
+// files of the target's modules (--native), of its descriptors, of a new process, must still
+// open when there are more threads than descriptors.
+int open_thread_file(const std::string& path) noexcept {
+    const long reserved = std::min(64L, cached_open_limit() / 4);
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && fd >= cached_open_limit() - reserved) {
+        ::close(fd);
+        errno = EMFILE;
+        return -1;
+    }
+    return fd;
+}
+} // namespace
+
+void TaskStatReader::open_files() noexcept {
+    std::string base = proc_path(pid_, "/task/" + std::to_string(tid_));
+    if (stat_fd_ < 0) stat_fd_ = open_thread_file(base + "/stat");
+    if (stat_fd_ >= 0 && schedstat_fd_ < 0) schedstat_fd_ = open_thread_file(base + "/schedstat");
+    out_of_descriptors_ = (stat_fd_ < 0 || schedstat_fd_ < 0) && process::out_of_descriptors(errno);
+}
+
+bool TaskStatReader::reopen() noexcept {
+    open_files();
+    return !out_of_descriptors_;
 }
 
 TaskStatReader::~TaskStatReader() {
@@ -291,7 +312,8 @@ TaskStatReader::~TaskStatReader() {
 
 TaskStatReader::TaskStatReader(TaskStatReader&& other) noexcept
     : pid_(other.pid_), tid_(other.tid_), stat_fd_(other.stat_fd_),
-      schedstat_fd_(other.schedstat_fd_), syscall_fd_(other.syscall_fd_) {
+      schedstat_fd_(other.schedstat_fd_), syscall_fd_(other.syscall_fd_),
+      out_of_descriptors_(other.out_of_descriptors_) {
     other.stat_fd_ = other.schedstat_fd_ = other.syscall_fd_ = -1;
 }
 
@@ -303,6 +325,7 @@ TaskStatReader& TaskStatReader::operator=(TaskStatReader&& other) noexcept {
         stat_fd_ = std::exchange(other.stat_fd_, -1);
         schedstat_fd_ = std::exchange(other.schedstat_fd_, -1);
         syscall_fd_ = std::exchange(other.syscall_fd_, -1);
+        out_of_descriptors_ = other.out_of_descriptors_;
     }
     return *this;
 }
@@ -327,6 +350,7 @@ void parse_schedstat(const char* at, const char* end, std::uint64_t& run_ns,
 } // namespace
 
 std::expected<TaskStatReader::RunMark, Errc> TaskStatReader::read_run_mark() noexcept {
+    if (out_of_descriptors_ && !reopen()) return std::unexpected(Errc::io);
     if (schedstat_fd_ < 0) return std::unexpected(Errc::process_gone);
     char buffer[128];
     ssize_t n = ::pread(schedstat_fd_, buffer, sizeof buffer - 1, 0);
@@ -350,6 +374,7 @@ int stat_processor(std::string_view fields) noexcept {
 } // namespace
 
 std::expected<TaskStatReader::Reading, Errc> TaskStatReader::read() noexcept {
+    if (out_of_descriptors_ && !reopen()) return std::unexpected(Errc::io);
     if (stat_fd_ < 0) return std::unexpected(Errc::process_gone);
     Reading reading;
     char buffer[512];
@@ -385,10 +410,10 @@ std::expected<SyscallState, Errc> TaskStatReader::read_syscall() noexcept {
         if (fd < 0) {
             if (errno == EACCES || errno == EPERM) return std::unexpected(Errc::permission_denied);
             if (errno == ENOENT || errno == ESRCH) return std::unexpected(Errc::process_gone);
-            return std::unexpected(Errc::io); // out of descriptors: nothing is kept open
+            return std::unexpected(Errc::io); // out of descriptors (or another failure)
         }
         // Kept while descriptors are plentiful; past half the limit each read opens its own.
-        kept = fd < 512 || fd < open_limit() / 2;
+        kept = fd < cached_open_limit() / 2;
         if (kept) syscall_fd_ = fd;
     }
     n = ::pread(fd, buffer, sizeof buffer - 1, 0);

@@ -1,13 +1,19 @@
 // Attaching to a live process: discovery, then checks that the interpreter can be read.
+#include "spyglass/process/exec_watch.hpp"
 #include "spyglass/process/live_memory.hpp"
 #include "spyglass/process/procfs.hpp"
 #include "spyglass/python/debug_offsets.hpp"
 #include "spyglass/python/discovery.hpp"
+#include "spyglass/python/exec_retry.hpp"
 #include "spyglass/python/interpreter.hpp"
 
 namespace spyglass::python {
 
 namespace {
+
+// An address no program maps (below vm.mmap_min_addr): reading it fails while the address space
+// is there, and reads nothing once it was released (exec).
+constexpr std::uint64_t kNeverMapped = 4096;
 
 // Without glibc's descriptor (musl, stripped libc), find the TID inside the main thread's
 // struct pthread: the main thread's TID is the PID (as the target's namespace sees it).
@@ -26,10 +32,15 @@ int calibrate_pthread_tid_offset(process::RemoteMemory& memory, pid_t pid,
 } // namespace
 
 Result<std::unique_ptr<PythonProcess>> PythonProcess::attach(pid_t pid) {
-    process::LiveMemory memory(pid);
-    auto target = discover(pid, memory);
-    if (!target) return std::unexpected(target.error());
-    return attach(std::move(*target));
+    using Attached = Result<std::unique_ptr<PythonProcess>>;
+    return attach_across_exec<std::unique_ptr<PythonProcess>>(pid, [pid] {
+        // Opened on the address space of this moment: an exec from here on releases it.
+        process::ExecWatch exec(pid, kNeverMapped);
+        process::LiveMemory memory(pid);
+        auto target = discover(pid, memory);
+        Attached attached = target ? attach(std::move(*target)) : std::unexpected(target.error());
+        return std::pair<Attached, bool>{std::move(attached), exec.replaced()};
+    });
 }
 
 Result<std::unique_ptr<PythonProcess>> PythonProcess::attach(TargetInfo target) {

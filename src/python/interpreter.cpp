@@ -29,6 +29,20 @@ std::size_t max_present(std::initializer_list<std::uint32_t> offsets) {
 
 } // namespace
 
+std::string thread_list_fault_text(ThreadListFault fault, std::size_t threads) {
+    switch (fault) {
+    case ThreadListFault::loops:
+        return fmt::format("its list of thread states points back into itself after {} of them "
+                           "(corrupt memory): the threads past that point cannot be read",
+                           threads);
+    case ThreadListFault::empty:
+        return "its interpreter lists no thread states (corrupt memory, or it is shutting down)";
+    case ThreadListFault::none:
+        break;
+    }
+    return {};
+}
+
 PythonProcess::PythonProcess(std::shared_ptr<process::RemoteMemory> memory, TargetInfo target)
     : memory_(std::move(memory)), target_(std::move(target)) {
     walker_ = make_stack_walker(*memory_, target_);
@@ -197,6 +211,7 @@ process::ReadStatus PythonProcess::read_threads_slowly(std::vector<ThreadRecord>
     out.clear();
     if (namespace_tids_) namespace_tids_->invalidate();
     const LayoutOffsets& o = target_.layout.off;
+    list_fault_ = ThreadListFault::none;
     if (auto status = read_interpreters(interps_); !status) return status;
     std::uint8_t* buffer = tstate_buffer_.data();
     for (std::size_t index = 0; index < interps_.size(); ++index) {
@@ -208,7 +223,10 @@ process::ReadStatus PythonProcess::read_threads_slowly(std::vector<ThreadRecord>
             bool seen = false;
             for (std::size_t i = first; i < out.size() && !seen; ++i)
                 seen = out[i].tstate == tstate;
-            if (seen) break;
+            if (seen) {
+                list_fault_ = ThreadListFault::loops;
+                break;
+            }
             if (auto status = memory_->read(tstate, buffer, tstate_read_size_); !status)
                 return status;
             if (load<std::uint64_t>(buffer + o.tstate_interp) != interp)
@@ -237,6 +255,7 @@ process::ReadStatus PythonProcess::read_threads_slowly(std::vector<ThreadRecord>
             record.holds_gil = holder == record.tstate ? 1 : 0;
         }
     }
+    if (out.empty()) list_fault_ = ThreadListFault::empty;
     return {};
 }
 

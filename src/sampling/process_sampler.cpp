@@ -101,6 +101,18 @@ bool ProcessSampler::gone() const {
     return !stat || stat->state == 'Z' || stat->state == 'X';
 }
 
+void ProcessSampler::say_thread_list_fault(std::size_t threads) {
+    const python::ThreadListFault fault = process_->thread_list_fault();
+    if (fault == python::ThreadListFault::none) return; // mended: said already
+    list_fault_said_ = fault;
+    if (fault == python::ThreadListFault::loops)
+        spdlog::warn("process {}: {}", process_->pid(),
+                     python::thread_list_fault_text(fault, threads));
+    else
+        spdlog::warn("process {}: {}: nothing to sample", process_->pid(),
+                     python::thread_list_fault_text(fault, threads));
+}
+
 ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
                                     process::SchedWatch* sched) {
     if (now_ns >= next_exec_check_ns_) {
@@ -120,6 +132,7 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
         return ProcessState::sampling; // a thread was starting or exiting: try again next tick
     }
     ++generation_;
+    if (process_->thread_list_fault() != list_fault_said_) say_thread_list_fault(records_.size());
 
     bool tracer_serviced = false;
     for (const python::ThreadRecord& record : records_) {
@@ -165,7 +178,10 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
         }
         if (!known_idle && options_.reuse_idle && thread.have_run_ns && !thread.on_cpu) {
             auto mark = thread.stat.read_run_mark();
-            if (!mark) continue; // the thread exited
+            if (!mark) {
+                if (mark.error() == Errc::io) short_of_descriptors(thread, stats);
+                continue; // the thread exited
+            }
             run = *mark;
             if (run == thread.run) state = 'S';
         }
@@ -175,7 +191,10 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
         int last_cpu = -1;
         if (state == 0) {
             auto reading = thread.stat.read();
-            if (!reading) continue;
+            if (!reading) {
+                if (reading.error() == Errc::io) short_of_descriptors(thread, stats);
+                continue; // the thread exited
+            }
             if (reading->state == 't' && tracer_.seized() > 0 && !tracer_serviced) {
                 // Stopped by ptrace: ours, with a signal (or a late interrupt) waiting to be
                 // passed on that this pass came before the wake-up for. Pass it on, look again:
@@ -291,6 +310,13 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
     return ProcessState::sampling;
 }
 
+void ProcessSampler::short_of_descriptors(ThreadState& thread, PassStats& stats) {
+    ++stats.missed_without_descriptors;
+    if (thread.without_descriptors) return;
+    thread.without_descriptors = true;
+    ++stats.threads_without_descriptors;
+}
+
 RawWait ProcessSampler::read_wait(ThreadState& thread, char state, PassStats& stats) {
     ++stats.wait_reads;
     RawWait wait = read_raw_wait(thread.stat, fds_, state);
@@ -354,10 +380,13 @@ bool ProcessSampler::push_sample(const python::ThreadRecord& record, ThreadState
     slot->paused = paused;
     slot->native = options_.native;
     slot->too_deep = raw.end == python::StackEnd::too_deep;
+    slot->loops = outcome == CaptureOutcome::truncated && raw.end == python::StackEnd::cycle;
     queue_.push();
-    // A stack cut at the frame limit is cut the same way next time: as good as whole.
-    thread.have_previous = outcome == CaptureOutcome::ok || slot->too_deep;
+    // A stack cut at the frame limit, or where its chain loops, is cut the same way next time:
+    // as good as whole.
+    thread.have_previous = outcome == CaptureOutcome::ok || slot->too_deep || slot->loops;
     ++stats.samples;
+    stats.looping_stacks += slot->loops;
     if (outcome == CaptureOutcome::torn ||
         (outcome == CaptureOutcome::truncated && !slot->too_deep))
         ++stats.errors;

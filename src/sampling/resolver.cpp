@@ -40,7 +40,8 @@ Resolver::Resolver(model::FrameTable& frames, model::StackTable& stacks, StackRe
                    model::SampleSink& sink, model::WaitDetail waits)
     : frames_(frames), stacks_(stacks), options_(options), sink_(sink), waits_(waits),
       torn_marker_(frames.marker("<unreadable: the stack changed while it was read>")),
-      deeper_marker_(frames.marker("<deeper: more frames than the limit of 4096>")) {}
+      deeper_marker_(frames.marker("<deeper: more frames than the limit of 4096>")),
+      loops_marker_(frames.marker(kLoopsMarker)) {}
 
 Resolver::~Resolver() = default;
 
@@ -162,14 +163,19 @@ void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawF
     sample.cpu_ns = capture.cpu_ns;
     if (capture.same_stack && thread.have_last) {
         sample.key.stack = thread.last_stack;
-    } else if (capture.outcome == CaptureOutcome::torn) {
+        unreadable_samples_ += thread.last_unreadable;
+    } else if (capture.outcome == CaptureOutcome::torn || capture.same_stack) {
+        // (A same-stack capture whose previous stack is not known has no frames to resolve.)
         sample.status = model::StackStatus::torn;
         sample.key.stack = stacks_.intern(std::span(&torn_marker_, 1));
         thread.have_last = false;
     } else {
-        sample.status = process->stacks->resolve(
-            frames, capture.outcome == CaptureOutcome::truncated && !capture.too_deep, ids_);
+        sample.status = process->stacks->resolve(frames,
+                                                 capture.outcome == CaptureOutcome::truncated &&
+                                                     !capture.too_deep && !capture.loops,
+                                                 ids_);
         if (capture.too_deep) ids_.push_back(deeper_marker_);
+        if (capture.loops) ids_.push_back(loops_marker_);
         if (capture.native && process->native && sample.status != model::StackStatus::torn) {
             const NativeResolveStats before = process->native->stats();
             process->native->resolve(capture.tid, bytes, frames, ids_, process->stacks->kept(),
@@ -182,8 +188,14 @@ void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawF
                                     capture.paused, capture.on_cpu));
         }
         sample.key.stack = stacks_.intern(ids_);
+        // Whatever it resolved to (a code object gone, an unreadable one, a loop) is what the
+        // thread's next same-stack captures stand for: they have not run since.
         thread.last_stack = sample.key.stack;
-        thread.have_last = sample.status == model::StackStatus::ok;
+        thread.have_last = true;
+        thread.last_unreadable = process->stacks->unreadable();
+        unreadable_samples_ += thread.last_unreadable;
+        if (capture.loops && sample.status == model::StackStatus::ok)
+            sample.status = model::StackStatus::truncated;
     }
     sample.key.wait = resolve_wait(capture, *process, thread, sample.key.stack);
     sink_.sample(sample);
@@ -245,6 +257,7 @@ void Resolver::reset_tables() {
     sink_.tables_reset();
     torn_marker_ = frames_.marker("<unreadable: the stack changed while it was read>");
     deeper_marker_ = frames_.marker("<deeper: more frames than the limit of 4096>");
+    loops_marker_ = frames_.marker(kLoopsMarker);
     for (auto& [slot, entry] : processes_)
         if (entry.stacks) entry.stacks->tables_reset();
     for (auto& [slot, entry] : processes_)

@@ -17,7 +17,9 @@
 #include <unistd.h>
 
 #include "spyglass/clock.hpp"
+#include "spyglass/native/unwinder.hpp"
 #include "spyglass/process/live_memory.hpp"
+#include "spyglass/process/open_limit.hpp"
 #include "spyglass/process/procfs.hpp"
 #include "spyglass/python/discovery.hpp"
 
@@ -65,6 +67,32 @@ std::map<pid_t, pid_t> parents() {
     }
     ::closedir(dir);
     return out;
+}
+
+// What corrupt target memory or a lack of descriptors cost the recording, said once at its end.
+void say_target_faults(const model::RecordingTotals& totals, const PassStats& stats) {
+    if (totals.threads_without_descriptors != 0)
+        spdlog::warn("{} threads could not be sampled ({} samples left out): their /proc files "
+                     "could not be opened, out of file descriptors (the limit is {}: raise it "
+                     "with ulimit -n)",
+                     totals.threads_without_descriptors, stats.missed_without_descriptors,
+                     totals.open_limit);
+    if (const std::uint64_t files = native::module_files_without_descriptors(); files != 0)
+        spdlog::warn("{} times a module's file could not be opened for native frames: out of "
+                     "file descriptors (the limit is {}): its native frames are missing, and "
+                     "samples whose Python frames could not be placed among them are marked {}",
+                     files, totals.open_limit, kMismatchMarker);
+    if (totals.unreadable_code != 0)
+        spdlog::warn("{} samples have a frame whose code object could not be read (corrupt "
+                     "memory): marked {}, counted as errors",
+                     totals.unreadable_code, kUnreadableCodeName);
+    if (totals.looping_stacks != 0)
+        spdlog::warn("{} where its frame chain points back into itself (corrupt memory): "
+                     "marked {}, each counted as a sampling error",
+                     totals.looping_stacks == 1
+                         ? "1 stack ends"
+                         : fmt::format("{} stacks end", totals.looping_stacks),
+                     kLoopsMarker);
 }
 
 } // namespace
@@ -123,6 +151,13 @@ void Session::push_event(CaptureKind kind, std::uint32_t slot) {
             nanosleep(&step, nullptr);
         }
     }
+}
+
+bool Session::exec_said(pid_t pid) const {
+    // A child started with fork and exec does this as a matter of course.
+    if (!roots_.contains(pid)) return false;
+    auto execs = execs_.find(pid);
+    return execs == execs_.end() || execs->second <= kExecsSaid;
 }
 
 void Session::retire(ProcessSampler& sampler) {
@@ -230,9 +265,10 @@ bool Session::try_attach(pid_t pid, bool report_errors) {
     if (!process) {
         const Error& error = process.error();
         if (error.code == Errc::not_python && replaced_.erase(pid) > 0)
-            spdlog::warn("process {} is not running Python any more ({}): nothing to sample "
-                         "until it runs Python again or exits",
-                         pid, process::exe_path(pid).value_or("?"));
+            spdlog::log(exec_said(pid) ? spdlog::level::warn : spdlog::level::info,
+                        "process {} is not running Python any more ({}): nothing to sample "
+                        "until it runs Python again or exits",
+                        pid, process::exe_path(pid).value_or("?"));
         // Not Python (yet: a launcher, a shell, a fork before exec) or not initialized yet:
         // try again later. Anything else is final for this process.
         if (error.code == Errc::not_python) {
@@ -256,14 +292,10 @@ bool Session::try_attach(pid_t pid, bool report_errors) {
     pending_.erase(pid);
     discovered_.erase(pid);
     not_python_.erase(pid);
-    if (replaced_.erase(pid) > 0) {
-        if (roots_.contains(pid))
-            spdlog::warn("process {} runs Python {} again: sampling it", pid,
-                         (*process)->target().version.to_string());
-        else
-            spdlog::info("process {} runs Python {}: sampling it", pid,
-                         (*process)->target().version.to_string());
-    }
+    if (replaced_.erase(pid) > 0)
+        spdlog::log(exec_said(pid) ? spdlog::level::warn : spdlog::level::info,
+                    "process {} runs Python {} again: sampling it", pid,
+                    (*process)->target().version.to_string());
     add_sampler(std::move(*process));
     return true;
 }
@@ -447,11 +479,13 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
             if (state == ProcessState::replaced) {
                 pid_t pid = sampler->pid();
                 std::string exe = process::exe_path(pid).value_or("?");
-                // A child started with fork and exec does this as a matter of course.
-                if (roots_.contains(pid))
-                    spdlog::warn("process {} replaced its program (exec): now {}", pid, exe);
-                else
-                    spdlog::info("process {} replaced its program (exec): now {}", pid, exe);
+                const std::uint32_t execs = ++execs_[pid];
+                spdlog::log(exec_said(pid) ? spdlog::level::warn : spdlog::level::info,
+                            "process {} replaced its program (exec): now {}", pid, exe);
+                if (roots_.contains(pid) && execs == kExecsSaid + 1)
+                    spdlog::warn("process {} keeps replacing its program ({} times so far): "
+                                 "further execs are said with -v",
+                                 pid, execs);
                 replaced_.insert(pid);
                 pending_.insert(pid);
                 discovered_.erase(pid);
@@ -496,6 +530,7 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
     totals.errors = stats.errors;
     totals.dropped = stats.dropped;
     totals.processes = samplers_.size();
+    totals.threads_without_descriptors = stats.threads_without_descriptors;
 
     result.sampling_cpu_ns = thread_cpu_ns() - cpu_start;
     queue_.close();
@@ -505,6 +540,15 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
         resolver_->drain(queue_);
     result.resolve = resolver_->stats();
     result.waits = resolver_->wait_stats();
+    totals.unreadable_code = resolver_->unreadable_samples();
+    totals.errors += totals.unreadable_code;
+    totals.looping_stacks = stats.looping_stacks;
+    totals.threads_without_descriptors = stats.threads_without_descriptors;
+    totals.open_limit = process::open_limit();
+    say_target_faults(totals, stats);
+    for (const auto& [pid, execs] : execs_)
+        if (execs > kExecsSaid && roots_.contains(pid))
+            spdlog::warn("process {} replaced its program {} times", pid, execs);
     result.resolver_cpu_ns = resolver_->cpu_ns();
     const double per_sample = stats.samples == 0 ? 0.0
                                                  : static_cast<double>(result.sampling_cpu_ns) /

@@ -60,6 +60,9 @@ Result<model::ProcessSnapshot> take_snapshot(python::PythonProcess& process,
                         target.pid);
         return std::unexpected(describe(status.error(), "reading the thread states"));
     }
+    if (process.thread_list_fault() != python::ThreadListFault::none)
+        snapshot.notes.push_back(
+            python::thread_list_fault_text(process.thread_list_fault(), records.size()));
 
     python::ObjectReader objects(process.memory(), target);
     std::unordered_map<python::Address, std::unordered_map<std::uint64_t, std::string>> names;

@@ -20,7 +20,8 @@ StackReader::StackReader(python::PythonProcess& process, model::FrameTable& fram
                          StackReadOptions options)
     : capturer_(process, options.retries),
       resolver_(process.shared_memory(), process.target(), frames, options),
-      torn_marker_(frames.marker("<unreadable: the stack changed while it was read>")) {}
+      torn_marker_(frames.marker("<unreadable: the stack changed while it was read>")),
+      loops_marker_(frames.marker(kLoopsMarker)) {}
 
 StackOutcome StackReader::read(python::ThreadRecord thread, std::vector<model::FrameId>& out,
                                Attempt attempt) {
@@ -35,8 +36,14 @@ StackOutcome StackReader::resolve(CaptureOutcome captured, std::vector<model::Fr
         return StackOutcome::torn;
     }
     const python::RawStack& raw = capturer_.raw();
-    model::StackStatus status = resolver_.resolve(std::span(raw.frames.data(), raw.depth),
-                                                  captured == CaptureOutcome::truncated, out);
+    const bool loops = raw.end == python::StackEnd::cycle;
+    model::StackStatus status =
+        resolver_.resolve(std::span(raw.frames.data(), raw.depth),
+                          captured == CaptureOutcome::truncated && !loops, out);
+    if (loops && status == model::StackStatus::ok) {
+        out.push_back(loops_marker_);
+        status = model::StackStatus::truncated;
+    }
     switch (status) {
     case model::StackStatus::ok:
         return StackOutcome::ok;

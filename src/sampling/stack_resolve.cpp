@@ -1,6 +1,7 @@
 #include "spyglass/sampling/stack_resolve.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace spyglass::sampling {
 
@@ -62,8 +63,24 @@ StackResolver::CodeEntry* StackResolver::code_for(const python::RawFrame& raw) {
         resolved_.clear();
     }
     CodeEntry entry;
-    if (!python::read_code(*memory_, target_.layout, target_.types, raw.code, entry.info))
-        return nullptr;
+    if (!python::read_code(*memory_, target_.layout, target_.types, raw.code, entry.info)) {
+        // Its header is still the one captured (read_code fills the fingerprint before the
+        // fields it points to): the object is there and what it points to is not readable.
+        if (raw.code_check == 0 ||
+            python::fingerprint_hash(entry.info.fingerprint) != raw.code_check)
+            return nullptr;
+        python::CodeInfo& info = entry.info;
+        info.qualname = info.name = kUnreadableCodeName;
+        info.filename.clear();
+        info.line_table.clear();
+        info.first_line = 0;
+        info.length = std::numeric_limits<std::int32_t>::max();
+        info.first_traceable = 0;
+        info.nlocals = 0;
+        info.local_names = info.local_kinds = 0;
+        entry.unreadable = true;
+        ++stats_.code_unreadable;
+    }
     entry.hash = python::fingerprint_hash(entry.info.fingerprint);
     // Read after the capture: it must still be the object the capture saw.
     if (raw.code_check != 0 && entry.hash != raw.code_check) return nullptr;
@@ -93,6 +110,7 @@ model::StackStatus StackResolver::resolve(std::span<const python::RawFrame> raw,
                                           std::vector<model::FrameId>& out) {
     out.clear();
     kept_.clear();
+    unreadable_ = false;
     const std::uint64_t key = raw_key(raw);
     if (!truncated) {
         auto hit = resolved_.find(key);
@@ -101,6 +119,7 @@ model::StackStatus StackResolver::resolve(std::span<const python::RawFrame> raw,
             ++stats_.resolved_hits;
             out = hit->second.frames;
             kept_ = hit->second.kept;
+            unreadable_ = hit->second.unreadable;
             return model::StackStatus::ok;
         }
     }
@@ -126,9 +145,10 @@ model::StackStatus StackResolver::resolve(std::span<const python::RawFrame> raw,
         resolved.function = entry->function;
         resolved.file = entry->file;
         resolved.first_line = entry->info.first_line;
-        resolved.line = options_.no_lines         ? 0
-                        : options_.function_lines ? entry->info.first_line
-                                                  : line_of(*entry, frame.offset);
+        resolved.line = options_.no_lines || entry->unreadable ? 0
+                        : options_.function_lines              ? entry->info.first_line
+                                                               : line_of(*entry, frame.offset);
+        unreadable_ = unreadable_ || entry->unreadable;
         out.push_back(frames_.intern(resolved));
         kept_.push_back(i);
     }
@@ -141,6 +161,7 @@ model::StackStatus StackResolver::resolve(std::span<const python::RawFrame> raw,
     entry.raw.assign(raw.begin(), raw.end());
     entry.frames = out;
     entry.kept = kept_;
+    entry.unreadable = unreadable_;
     return status;
 }
 

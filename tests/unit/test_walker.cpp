@@ -34,9 +34,17 @@ class Walker : public ::testing::TestWithParam<const Layout*> {
     // first line 100 * (i + 1). Returns the innermost frame.
     Address chain(FakePython& fake, int n, FakePython::Chunk* chunk, Address outer = 0,
                   const std::string& prefix = "func") {
+        return chain_of(fake, codes_of(fake, n, prefix), chunk, outer);
+    }
+    std::vector<Address> codes_of(FakePython& fake, int n, const std::string& prefix = "func") {
         std::vector<Address> codes;
         for (int i = 0; i < n; ++i)
             codes.push_back(fake.code(prefix + std::to_string(i), "/src/app.py", 100 * (i + 1)));
+        return codes;
+    }
+    Address chain_of(FakePython& fake, const std::vector<Address>& codes, FakePython::Chunk* chunk,
+                     Address outer = 0) {
+        const int n = static_cast<int>(codes.size());
         Address previous = outer;
         std::vector<Address> frames(static_cast<std::size_t>(n));
         for (int i = n - 1; i >= 0; --i) {
@@ -134,11 +142,35 @@ TEST_P(Walker, CycleEndsTheStackWithAMarker) {
     s.point_at(inner);
     auto process = s.fake.process();
     StackOutcome outcome;
-    auto frames = read(*process, outcome);
+    StackReader* reader = nullptr;
+    auto frames = read(*process, outcome, reader);
     EXPECT_EQ(outcome, StackOutcome::truncated);
     auto want = expected_chain(3);
-    want.push_back({"<truncated>", 0});
+    want.push_back({"<frame chain loops>", 0});
     expect_frames(frames, want);
+    // Read again, unchanged: corruption, not a race. A pause would not read it any better.
+    EXPECT_FALSE(reader->capturer().raced(spyglass::sampling::CaptureOutcome::truncated));
+}
+
+TEST_P(Walker, UnreadableCodeObjectMarksItsOwnFrameOnly) {
+    Setup s(layout());
+    const auto& o = layout().off;
+    std::vector<Address> codes = codes_of(s.fake, 3);
+    // func1's name is not a str (it points at another code object): its frame is marked, its
+    // caller and callee are kept, and the stack is not taken for torn.
+    s.fake.put<std::uint64_t>(codes[1], o.code_name, codes[0]);
+    if (o.code_qualname != spyglass::python::kAbsent)
+        s.fake.put<std::uint64_t>(codes[1], o.code_qualname, codes[0]);
+    s.point_at(chain_of(s.fake, codes, &s.chunk));
+    auto process = s.fake.process();
+    StackOutcome outcome;
+    StackReader* reader = nullptr;
+    auto frames = read(*process, outcome, reader);
+    EXPECT_EQ(outcome, StackOutcome::ok);
+    auto want = expected_chain(3);
+    want[1] = {"<unreadable code object>", 0};
+    expect_frames(frames, want);
+    EXPECT_EQ(reader->stats().code_unreadable, 1u);
 }
 
 TEST_P(Walker, UnreadableLinkKeepsTheFramesBeforeIt) {

@@ -66,8 +66,16 @@ struct RecordingTotals {
     std::uint64_t samples = 0;    // thread samples taken (after --mode / --gil)
     std::uint64_t errors = 0;     // of which could not be read completely
     std::uint64_t dropped = 0;    // captures the resolver could not take in time (not counted)
-    std::size_t processes = 0;    // sampled now
-    bool waiting = false;         // no Python process yet (launch mode)
+    // Of the errors: samples with a frame whose code object could not be read, and stacks whose
+    // frame chain points back into itself (corrupt memory, both).
+    std::uint64_t unreadable_code = 0;
+    std::uint64_t looping_stacks = 0;
+    // Threads left out because their /proc files could not be opened (out of descriptors),
+    // and the limit on open descriptors then.
+    std::uint64_t threads_without_descriptors = 0;
+    std::uint64_t open_limit = 0;
+    std::size_t processes = 0; // sampled now
+    bool waiting = false;      // no Python process yet (launch mode)
     bool found_interpreter = false;
     std::string python_version; // of the first process sampled
     std::vector<pid_t> pids;    // every process sampled, in the order they came

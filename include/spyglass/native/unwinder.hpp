@@ -51,6 +51,10 @@ struct RefreshPolicy {
     std::uint64_t periodic_ns = 1'000'000'000; // otherwise (another library at the same place)
 };
 
+// How many times a module's file could not be opened for lack of descriptors (its frames are
+// then not unwound, and the Python frames not merged with them).
+std::uint64_t module_files_without_descriptors() noexcept;
+
 class Unwinder {
   public:
     explicit Unwinder(pid_t pid, RefreshPolicy policy = {});

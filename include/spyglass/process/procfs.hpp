@@ -109,7 +109,8 @@ class TaskStatReader {
         std::uint64_t slices = 0;
         bool operator==(const RunMark&) const = default;
     };
-    // Fails with process_gone once the task has exited.
+    // Fails with process_gone once the task has exited, with io when its files could not be
+    // opened for lack of descriptors (opened again at each read until they can be).
     std::expected<Reading, Errc> read() noexcept;
     // Only the run time and slices (one pread of schedstat).
     std::expected<RunMark, Errc> read_run_mark() noexcept;
@@ -117,14 +118,20 @@ class TaskStatReader {
     // permission_denied without ptrace access, process_gone once the task has exited.
     std::expected<SyscallState, Errc> read_syscall() noexcept;
     [[nodiscard]] pid_t tid() const noexcept { return tid_; }
+    // Whether its files could not be opened for lack of descriptors (EMFILE, ENFILE).
+    [[nodiscard]] bool out_of_descriptors() const noexcept { return out_of_descriptors_; }
 
   private:
     void close_all() noexcept;
+    void open_files() noexcept;
+    // Opens again what could not be opened for lack of descriptors: false while it still cannot.
+    bool reopen() noexcept;
     pid_t pid_ = 0;
     pid_t tid_ = 0;
     int stat_fd_ = -1;
     int schedstat_fd_ = -1;
     int syscall_fd_ = -1; // -1: not opened yet (or it could not be: each read opens it then)
+    bool out_of_descriptors_ = false;
 };
 
 } // namespace spyglass::process

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -43,6 +44,10 @@ class ThreadRefresh {
     virtual ~ThreadRefresh() = default;
     [[nodiscard]] virtual bool stale(pid_t tid) const = 0;
 };
+
+enum class ThreadListFault : std::uint8_t { none, loops, empty };
+// What the fault means, for a warning or a note: `threads` is how many were read.
+std::string thread_list_fault_text(ThreadListFault fault, std::size_t threads);
 
 class PythonProcess {
   public:
@@ -86,6 +91,10 @@ class PythonProcess {
     // thread state does not carry it.
     process::ReadStatus reread_thread(ThreadRecord& record);
 
+    // What the latest walk of the thread lists found wrong with them (corrupt memory): a list
+    // that points back into itself (the threads past that point cannot be reached), or no
+    // thread state at all (a live interpreter has one per thread, the main one included).
+    [[nodiscard]] ThreadListFault thread_list_fault() const noexcept { return list_fault_; }
     // How often read_threads could use its one-batch path, and how often it had to walk.
     [[nodiscard]] std::uint64_t fast_thread_reads() const noexcept { return fast_reads_; }
     [[nodiscard]] std::uint64_t slow_thread_reads() const noexcept { return slow_reads_; }
@@ -148,6 +157,7 @@ class PythonProcess {
         std::vector<const std::uint8_t*> interps, gils, tstates, cframes;
     } fast_bytes_;
     std::uint64_t fast_reads_ = 0, slow_reads_ = 0;
+    ThreadListFault list_fault_ = ThreadListFault::none;
     std::vector<std::uint8_t> batch_bytes_;
     std::unordered_map<Address, Address> gil_of_interp_; // 3.12+: interp -> its gil struct
     struct TidEntry {

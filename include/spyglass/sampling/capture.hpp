@@ -62,6 +62,7 @@ struct ThreadCapture {
     bool paused = false;     // read with the thread stopped
     bool same_stack = false; // the thread has not run since its previous sample: no frames
     bool too_deep = false;   // truncated at the frame limit (not an error)
+    bool loops = false;      // truncated where the frame chain points back into itself
     bool native = false;     // --native: registers and a copy of the stack follow (bytes)
     CaptureOutcome outcome = CaptureOutcome::ok;
     RawWait wait;

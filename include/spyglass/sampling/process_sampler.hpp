@@ -53,6 +53,11 @@ struct PassStats {
     std::uint64_t dropped = 0;     // captures the queue had no room for
     std::uint64_t wait_reads = 0;  // off-CPU threads whose syscall file was read
     std::uint64_t wait_reused = 0; // off-CPU threads still in the call of their previous sample
+    // Threads whose /proc files could not be opened for lack of descriptors: not sampled
+    // (each counted once), and the passes that left one out.
+    std::uint64_t threads_without_descriptors = 0;
+    std::uint64_t missed_without_descriptors = 0;
+    std::uint64_t looping_stacks = 0; // stacks whose frame chain points back into itself
 };
 
 // Numbers threads across all processes of a session, for the sinks.
@@ -125,11 +130,14 @@ class ProcessSampler {
         python::Address previous_frame = 0;
         std::uint64_t last_seen_ns = 0; // the previous pass that looked at the thread
         std::uint64_t generation = 0;
-        bool needed_pause = false; // its previous read could only be made with a pause
-        NativePolicy native{};     // --native: its stack copy's size, whether to stop it
+        bool needed_pause = false;        // its previous read could only be made with a pause
+        bool without_descriptors = false; // counted in threads_without_descriptors
+        NativePolicy native{};            // --native: its stack copy's size, whether to stop it
         std::uint32_t native_unstopped = 0, native_stopped = 0; // its captures, for -vv
     };
     bool gone() const;
+    // Says once per kind of fault what the walk of the thread lists found wrong with them.
+    void say_thread_list_fault(std::size_t threads);
     // Pushes the capture of `record`; false when the queue had no room.
     bool push_sample(const python::ThreadRecord& record, ThreadState& thread, ThreadCapture base,
                      PassStats& stats);
@@ -139,6 +147,8 @@ class ProcessSampler {
     // What an off-CPU thread is blocked in: its syscall file, and for a call on a descriptor
     // that descriptor's inode. `state` is the /proc state letter.
     RawWait read_wait(ThreadState& thread, char state, PassStats& stats);
+    // Its /proc files could not be opened: not sampled this pass, and counted.
+    void short_of_descriptors(ThreadState& thread, PassStats& stats);
 
     std::unique_ptr<python::PythonProcess> process_;
     std::uint32_t slot_;
@@ -158,6 +168,7 @@ class ProcessSampler {
     std::unordered_map<pid_t, ThreadState> threads_;
     std::uint64_t generation_ = 0;
     std::uint64_t attached_ns_ = 0;
+    python::ThreadListFault list_fault_said_ = python::ThreadListFault::none;
 };
 
 } // namespace spyglass::sampling

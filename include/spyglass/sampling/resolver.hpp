@@ -53,6 +53,9 @@ class Resolver {
     void feed_back(NativeFeedback* feedback) noexcept { native_feedback_ = feedback; }
 
     [[nodiscard]] ResolveStats stats() const;
+    // Samples whose stack has a frame whose code object could not be read (the same-stack
+    // samples of such a stack included): errors.
+    [[nodiscard]] std::uint64_t unreadable_samples() const noexcept { return unreadable_samples_; }
     [[nodiscard]] NativeResolveStats native_stats() const;
     [[nodiscard]] WaitResolveStats wait_stats() const;
     // CPU time run() used (its thread's), once it has returned.
@@ -76,7 +79,8 @@ class Resolver {
         model::StackId last_stack = 0;
         model::WaitId last_wait = 0; // of its previous sample
         bool have_last = false;
-        bool named = false; // by the threading module, not the OS
+        bool last_unreadable = false; // last_stack has a frame marked kUnreadableCodeName
+        bool named = false;           // by the threading module, not the OS
     };
     ProcessEntry* process_entry(std::uint32_t slot);
     void handle(const ThreadCapture& capture, std::span<const python::RawFrame> frames,
@@ -91,7 +95,8 @@ class Resolver {
     StackReadOptions options_;
     model::SampleSink& sink_;
     model::WaitDetail waits_;
-    model::FrameId torn_marker_, deeper_marker_;
+    model::FrameId torn_marker_, deeper_marker_, loops_marker_;
+    std::uint64_t unreadable_samples_ = 0;
     std::mutex registered_mutex_;
     std::unordered_map<std::uint32_t, std::shared_ptr<const ProcessContext>> registered_;
     std::unordered_map<std::uint32_t, ProcessEntry> processes_;

@@ -103,6 +103,10 @@ class Session {
     std::set<pid_t> pending_;    // not (yet) Python: retried
     std::set<pid_t> replaced_;   // exec'd a new program: waiting to see whether it is Python
     std::set<pid_t> not_python_; // pending, and not Python when last looked at
+    // Execs of each process: a root's first kExecsSaid are warnings, the others said with -v.
+    static constexpr std::uint32_t kExecsSaid = 2;
+    std::map<pid_t, std::uint32_t> execs_;
+    [[nodiscard]] bool exec_said(pid_t pid) const; // a warning, not a -v line
     // Processes just forked or exec'd: the dynamic loader may not have mapped libpython yet,
     // so "not Python" is no verdict until this time (monotonic ns).
     std::map<pid_t, std::uint64_t> young_until_;

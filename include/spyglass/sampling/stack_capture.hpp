@@ -57,10 +57,13 @@ class StackCapturer {
 
     // Whether `outcome`, of the latest capture, says the thread changed while it was read:
     // torn, or cut short by a failed read (not by the frame limit, which cuts the same way
-    // each time).
+    // each time, nor by a frame chain that loops: the links of a truncated capture were read
+    // again and had not changed, so the loop was there at one moment, which is corruption, not
+    // a race, and a pause would not read it any better).
     [[nodiscard]] bool raced(CaptureOutcome outcome) const noexcept {
         return outcome == CaptureOutcome::torn ||
-               (outcome == CaptureOutcome::truncated && raw_.end != python::StackEnd::too_deep);
+               (outcome == CaptureOutcome::truncated && raw_.end != python::StackEnd::too_deep &&
+                raw_.end != python::StackEnd::cycle);
     }
 
     [[nodiscard]] const python::RawStack& raw() const noexcept { return raw_; }

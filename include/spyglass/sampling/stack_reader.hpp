@@ -52,7 +52,7 @@ class StackReader {
   private:
     StackCapturer capturer_;
     StackResolver resolver_;
-    model::FrameId torn_marker_;
+    model::FrameId torn_marker_, loops_marker_;
 };
 
 } // namespace spyglass::sampling

@@ -30,7 +30,15 @@ struct ResolveStats {
     std::uint64_t code_stale = 0;    // a cached code object whose address was reused
     std::uint64_t code_gone = 0;     // changed between capture and resolution: not resolved
     std::uint64_t resolved_hits = 0; // stacks whose frames came from the resolved-stack cache
+    // Code objects still there (their header as captured) whose name, file name or line table
+    // could not be read: corrupt. Their frames are marked, the others of the stack kept.
+    std::uint64_t code_unreadable = 0;
 };
+
+// The name of a frame whose code object is there but cannot be read.
+inline constexpr const char* kUnreadableCodeName = "<unreadable code object>";
+// The last frame of a stack whose frame chain points back into itself (corrupt memory).
+inline constexpr const char* kLoopsMarker = "<frame chain loops>";
 
 class StackResolver {
   public:
@@ -45,6 +53,8 @@ class StackResolver {
 
     // For --locals: which raw frames `out` received (by index), and their code objects.
     [[nodiscard]] const std::vector<std::uint32_t>& kept() const noexcept { return kept_; }
+    // Whether the stack of the latest resolve() has a frame marked kUnreadableCodeName.
+    [[nodiscard]] bool unreadable() const noexcept { return unreadable_; }
     [[nodiscard]] const python::CodeInfo* code(process::Address code) const;
     [[nodiscard]] const ResolveStats& stats() const noexcept { return stats_; }
     // The frame table was emptied (bounded tables): the code objects read stay, their names
@@ -58,12 +68,14 @@ class StackResolver {
         model::StringId function = 0;
         model::StringId file = 0;
         std::uint32_t generation = 0; // of the frame table the two ids above belong to
+        bool unreadable = false;      // info holds kUnreadableCodeName and no line table
         std::unordered_map<std::int32_t, std::int32_t> lines; // offset -> line
     };
     struct ResolvedStack {
         std::vector<python::RawFrame> raw;
         std::vector<model::FrameId> frames;
         std::vector<std::uint32_t> kept;
+        bool unreadable = false;
     };
     CodeEntry* code_for(const python::RawFrame& raw);
     std::int32_t line_of(CodeEntry& entry, std::int32_t offset);
@@ -76,6 +88,7 @@ class StackResolver {
     std::unordered_map<process::Address, CodeEntry> codes_;
     std::unordered_map<std::uint64_t, ResolvedStack> resolved_;
     std::vector<std::uint32_t> kept_;
+    bool unreadable_ = false;
     std::uint32_t generation_ = 0;
     ResolveStats stats_;
 };
