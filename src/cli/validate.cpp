@@ -119,11 +119,17 @@ std::optional<double> span_seconds(std::string_view text) {
         std::size_t from = i;
         while (i < text.size() && (is_digit(text[i]) || text[i] == '.'))
             ++i;
-        auto number = decimal(text.substr(from, i - from), false);
-        if (!number || i == text.size()) return std::nullopt;
+        // digits[.digits]: after a larger unit "05" is as good as "5" (1h05m).
+        std::string_view digits = text.substr(from, i - from);
+        double number = 0;
+        auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), number,
+                                         std::chars_format::fixed);
+        if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() ||
+            i == text.size())
+            return std::nullopt;
         std::size_t unit = kUnits.find(text[i]);
         if (unit == std::string_view::npos || unit < next_unit) return std::nullopt;
-        total += *number * kUnitSeconds[unit];
+        total += number * kUnitSeconds[unit];
         next_unit = unit + 1;
         ++i;
     }
