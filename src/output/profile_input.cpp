@@ -11,6 +11,7 @@
 #include "profile.pb.h"
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <google/protobuf/stubs/common.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -81,6 +82,15 @@ struct ThreadKey {
 
 Result<void> load_pprof(const std::string& path, const std::string& bytes, bool cpu_only,
                         LoadedProfile& out) {
+#if GOOGLE_PROTOBUF_VERSION < 4022000
+    // A damaged profile is said in one line of ours: protobuf's own log lines (invalid UTF-8
+    // in a string) stay out of it.
+    static const bool quiet = [] {
+        google::protobuf::SetLogHandler(nullptr);
+        return true;
+    }();
+    (void)quiet;
+#endif
     pb::Profile pprof;
     if (bytes.size() > INT32_MAX || !pprof.ParseFromString(bytes))
         return fail(Errc::invalid_argument,
