@@ -328,11 +328,18 @@ int run_cli(int argc, char** argv) {
         return 2;
     }
     setup_logging(parsed.verbosity);
-    if (parsed_command("dump")) return run_dump(parsed.dump);
-    if (parsed_command("record")) return run_record(parsed.record);
-    if (parsed_command("top")) return run_top(parsed.top);
-    if (parsed_command("report")) return run_report(parsed.report);
-    if (parsed_command("diff")) return run_diff(parsed.diff);
+    try {
+        if (parsed_command("dump")) return run_dump(parsed.dump);
+        if (parsed_command("record")) return run_record(parsed.record);
+        if (parsed_command("top")) return run_top(parsed.top);
+        if (parsed_command("report")) return run_report(parsed.report);
+        if (parsed_command("diff")) return run_diff(parsed.diff);
+    } catch (const std::exception& e) {
+        // A library's exception (an I/O stream's, memory running out) is one line too, not an
+        // abort with a core dump.
+        print_error(fmt::format("unexpected error: {}", e.what()));
+        return 1;
+    }
     if (parsed_command("completions")) {
         std::fputs(completion_script(*app, parsed.completions_shell).c_str(), stdout);
         return std::fflush(stdout) == 0 ? 0 : 1;

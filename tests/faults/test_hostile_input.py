@@ -210,6 +210,15 @@ class HostileInputTests(unittest.TestCase):
                          "an input may hold in memory (SPYGLASS_MAX_INPUT_MB raises it)\n" % big)
         self.assertEqual(gzip.open(big).read(16), b"\0" * 16)
 
+    def test_a_damaged_pprof_is_one_line(self):
+        # A string that is not UTF-8: protobuf printed a log line of its own before ours.
+        path = os.path.join(self.dir, "latin1.pb.gz")
+        with gzip.open(path, "wb") as f:
+            f.write(b"\x32\x05caf\xe9!")  # string_table: ["caf\xe9!"]
+        result = harness.spyglass("diff", self.raw, path, timeout=20)
+        self.assert_one_line(result, 1, "spyglass: error: %s is not a pprof profile, a raw "
+                             "recording or folded stacks" % path)
+
     def test_a_bad_input_bound_is_a_usage_error(self):
         for value in ("nan", "0", "0x10", "", "4 ", "1e3"):
             with self.subTest(value):
