@@ -19,7 +19,7 @@ namespace spyglass::cli {
 
 namespace {
 
-constexpr std::uint64_t kSecond = 1'000'000'000ull;
+constexpr std::uint64_t kNanosPerSecond = 1'000'000'000ull;
 
 // The value as the user typed it, quoted, for the message: cut if it is long, and a control
 // character escaped, so that the message stays one line.
@@ -149,7 +149,7 @@ std::optional<std::int64_t> wall_clock_seconds(std::string_view text, std::uint6
     bool utc = value.back() == 'Z' || value.back() == 'z';
     if (utc) value.pop_back();
     std::tm tm{};
-    auto start_seconds = static_cast<std::time_t>(start_unix_ns / kSecond);
+    auto start_seconds = static_cast<std::time_t>(start_unix_ns / kNanosPerSecond);
     const char* rest = nullptr;
     for (const char* format :
          {"%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"}) {
@@ -251,9 +251,10 @@ Result<std::uint64_t> parse_time_ns(std::string_view option, std::string_view te
     }
     auto at = wall_clock_seconds(text, start_unix_ns);
     // Nanoseconds since 1970 fit in 63 bits until 2262.
-    if (!at || *at > std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(kSecond))
+    if (!at ||
+        *at > std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(kNanosPerSecond))
         return bad();
-    auto at_ns = *at * static_cast<std::int64_t>(kSecond);
+    auto at_ns = *at * static_cast<std::int64_t>(kNanosPerSecond);
     auto start = static_cast<std::int64_t>(start_unix_ns);
     // Whole seconds: a time of the start's own second means the start.
     if (at_ns <= start) return 0;

@@ -36,7 +36,7 @@ void into_memory(Write write) {
     std::free(buffer);
 }
 
-std::string deflate(const std::string& bytes, int window_bits) {
+std::string gzipped(const std::string& bytes, int window_bits) {
     z_stream z{};
     if (deflateInit2(&z, 1, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY) != Z_OK) return {};
     std::string out(deflateBound(&z, bytes.size()), '\0');
@@ -50,7 +50,7 @@ std::string deflate(const std::string& bytes, int window_bits) {
     return out;
 }
 
-std::string gunzip(const std::string& bytes) {
+std::string gunzipped(const std::string& bytes) {
     z_stream z{};
     if (inflateInit2(&z, 31) != Z_OK) return {};
     std::string out(1 << 22, '\0');
@@ -89,7 +89,7 @@ const Seeds& seeds() {
             into->assign(buffer, size);
             std::free(buffer);
         }
-        s.pprof = gunzip(gz);
+        s.pprof = gunzipped(gz);
         if (s.pprof.empty() || s.folded.empty()) std::abort();
         s.base = std::move(*loaded);
         return s;
@@ -195,7 +195,7 @@ void cli_inputs(std::span<const std::uint8_t> data) {
         break;
     }
     case 1: // a pprof profile (protobuf), as it is or gzipped: diff's path
-        diff((data[0] & 8) ? deflate(edited(s.pprof, data), 31) : edited(s.pprof, data), options);
+        diff((data[0] & 8) ? gzipped(edited(s.pprof, data), 31) : edited(s.pprof, data), options);
         break;
     case 2: // folded stacks
         diff(edited(s.folded, data), options);
@@ -204,7 +204,7 @@ void cli_inputs(std::span<const std::uint8_t> data) {
         diff(edited(s.raw, data), options);
         break;
     default: // the input's own bytes, as they are or gzipped
-        diff((data[0] & 8) ? deflate(std::string(data.begin(), data.end()), 31)
+        diff((data[0] & 8) ? gzipped(std::string(data.begin(), data.end()), 31)
                            : std::string(data.begin(), data.end()),
              options);
         break;
