@@ -14,6 +14,7 @@
 #include "spyglass/model/aggregator.hpp"
 #include "spyglass/model/projector.hpp"
 #include "spyglass/model/select.hpp"
+#include "spyglass/output/profile_input.hpp"
 #include "spyglass/output/raw.hpp"
 #include "spyglass/output/writer.hpp"
 
@@ -191,18 +192,9 @@ int run_report(const ReportOptions& options) {
     display.labels.full_filenames = options.full_filenames;
     display.labels.line_numbers = !options.nolineno;
     model::FrameTransform transform{options.function, options.nolineno};
-    std::unique_ptr<model::ProjectingSink> projector;
-    if (transform.function_lines || transform.no_lines)
-        projector =
-            std::make_unique<model::ProjectingSink>(reader.frames(), reader.stacks(), transform);
-    model::Aggregator aggregator(projector ? projector->frames() : reader.frames(),
-                                 projector ? projector->stacks() : reader.stacks(),
-                                 output::needs_timeline(format));
-    if (projector) projector->forward_to(aggregator);
-    model::SelectingSink select(selection, std::move(names),
-                                projector ? static_cast<model::SampleSink&>(*projector)
-                                          : static_cast<model::SampleSink&>(aggregator));
-    output::RawReadStatus status = reader.replay(select);
+    output::SelectedProfile selected(reader, std::move(selection), std::move(names), transform,
+                                     output::needs_timeline(format));
+    output::RawReadStatus status = selected.replay();
     if (!status.complete)
         std::fprintf(stderr,
                      "spyglass: warning: %s was cut short: %s; read %s up to %.1f s (%s of %s "
@@ -215,7 +207,7 @@ int run_report(const ReportOptions& options) {
     else if (!status.problem.empty())
         std::fprintf(stderr, "spyglass: warning: %s: %s\n", options.input.c_str(),
                      status.problem.c_str());
-    model::Profile profile = aggregator.profile(display);
+    model::Profile profile = selected.profile(display);
     if (options.summary) {
         print_summary(options.input, reader, status, profile);
         return std::fflush(stdout) == 0 ? 0 : 1;
@@ -228,7 +220,7 @@ int run_report(const ReportOptions& options) {
         return 1;
     }
     std::fprintf(stderr, "spyglass: report: %s of %s%s; wrote %s to %s\n",
-                 count_of(select.kept(), "sample").c_str(),
+                 count_of(selected.kept(), "sample").c_str(),
                  count_of(status.samples, "sample").c_str(), status.complete ? "" : " (cut)",
                  output::format_name(format), path == "-" ? "standard output" : path.c_str());
     return 0;

@@ -265,20 +265,50 @@ Result<std::unique_ptr<LoadedProfile>> load_raw(const std::string& path,
                                                 const model::DisplayOptions& display) {
     auto out = std::make_unique<LoadedProfile>();
     out->raw = std::move(reader);
-    model::Aggregator aggregator(out->raw->frames(), out->raw->stacks(), false);
     model::Selection selection;
     selection.cpu_only = cpu_only;
-    model::SelectingSink select(selection, {}, aggregator);
-    RawReadStatus status = out->raw->replay(select);
+    SelectedProfile selected(*out->raw, std::move(selection), {}, {}, false);
+    RawReadStatus status = selected.replay();
     if (!status.complete)
         out->warning =
             fmt::format("{} was cut short ({}): compared as far as it goes", path, status.problem);
-    out->profile = aggregator.profile(display);
+    out->profile = selected.profile(display);
     out->kind = "raw";
     return out;
 }
 
 } // namespace
+
+SelectedProfile::SelectedProfile(RawReader& reader, model::Selection selection,
+                                 std::vector<std::vector<std::string>> names,
+                                 model::FrameTransform transform, bool keep_timeline)
+    : reader_(reader) {
+    if (transform.function_lines || transform.no_lines)
+        projector_ =
+            std::make_unique<model::ProjectingSink>(reader.frames(), reader.stacks(), transform);
+    aggregator_ = std::make_unique<model::Aggregator>(
+        projector_ ? projector_->frames() : reader.frames(),
+        projector_ ? projector_->stacks() : reader.stacks(), keep_timeline);
+    if (projector_) projector_->forward_to(*aggregator_);
+    select_ = std::make_unique<model::SelectingSink>(
+        std::move(selection), std::move(names),
+        projector_ ? static_cast<model::SampleSink&>(*projector_)
+                   : static_cast<model::SampleSink&>(*aggregator_));
+}
+
+SelectedProfile::~SelectedProfile() = default;
+
+RawReadStatus SelectedProfile::replay() {
+    return reader_.replay(*select_);
+}
+
+model::Profile SelectedProfile::profile(const model::DisplayOptions& display) const {
+    return aggregator_->profile(display);
+}
+
+std::uint64_t SelectedProfile::kept() const noexcept {
+    return select_->kept();
+}
 
 Result<InputFile> InputFile::open(const std::string& path) {
     struct stat st {};

@@ -147,20 +147,11 @@ void report(const std::string& bytes, std::uint8_t options) {
     display.per_thread_roots = options & 32;
     display.labels.line_numbers = !(options & 64);
     model::FrameTransform transform{(options & 128) != 0, (options & 64) != 0};
-    std::unique_ptr<model::ProjectingSink> projector;
-    if (transform.function_lines || transform.no_lines)
-        projector =
-            std::make_unique<model::ProjectingSink>(reader.frames(), reader.stacks(), transform);
-    model::Aggregator aggregator(projector ? projector->frames() : reader.frames(),
-                                 projector ? projector->stacks() : reader.stacks(),
-                                 output::needs_timeline(format));
-    if (projector) projector->forward_to(aggregator);
-    model::SelectingSink select(std::move(selection), std::move(names),
-                                projector ? static_cast<model::SampleSink&>(*projector)
-                                          : static_cast<model::SampleSink&>(aggregator));
-    output::RawReadStatus status = reader.replay(select);
-    if (status.good_bytes > bytes.size() || select.kept() > status.samples) __builtin_trap();
-    model::Profile profile = aggregator.profile(display);
+    output::SelectedProfile selected(reader, std::move(selection), std::move(names), transform,
+                                     output::needs_timeline(format));
+    output::RawReadStatus status = selected.replay();
+    if (status.good_bytes > bytes.size() || selected.kept() > status.samples) __builtin_trap();
+    model::Profile profile = selected.profile(display);
     into_memory([&](std::FILE* out) { return output::make_writer(format)->write(profile, out); });
 }
 

@@ -9,9 +9,13 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "spyglass/error.hpp"
+#include "spyglass/model/aggregator.hpp"
 #include "spyglass/model/profile.hpp"
+#include "spyglass/model/projector.hpp"
+#include "spyglass/model/select.hpp"
 #include "spyglass/output/raw.hpp"
 
 namespace spyglass::output {
@@ -49,6 +53,32 @@ class InputFile {
     int fd_ = -1;
     bool regular_ = false;
     std::uint64_t size_ = 0;
+};
+
+// What `spyglass report` makes of a raw recording: the samples a selection keeps (a slice,
+// threads, processes, on-CPU or GIL samples), projected as -F and --nolineno say, aggregated.
+class SelectedProfile {
+  public:
+    // `names`: every name of each thread (RawReader::thread_names), for a --thread by name.
+    SelectedProfile(RawReader& reader, model::Selection selection,
+                    std::vector<std::vector<std::string>> names, model::FrameTransform transform,
+                    bool keep_timeline);
+    ~SelectedProfile();
+    SelectedProfile(const SelectedProfile&) = delete;
+    SelectedProfile& operator=(const SelectedProfile&) = delete;
+
+    // Replays the whole recording through the selection (once).
+    RawReadStatus replay();
+    // Refers to the reader's tables, or this object's own once projected: keep both alive.
+    [[nodiscard]] model::Profile profile(const model::DisplayOptions& display) const;
+    // The samples the selection kept.
+    [[nodiscard]] std::uint64_t kept() const noexcept;
+
+  private:
+    RawReader& reader_;
+    std::unique_ptr<model::ProjectingSink> projector_;
+    std::unique_ptr<model::Aggregator> aggregator_;
+    std::unique_ptr<model::SelectingSink> select_;
 };
 
 struct LoadedProfile {
