@@ -130,17 +130,17 @@ void add_continuous_options(CLI::App* command, RecordOptions& record) {
                      "Also write every sample to a raw recording, for spyglass report (- for "
                      "standard output)")
         ->type_name("FILE");
-    command
-        ->add_option("--window", record.window,
-                     "One profile per window of this many seconds; -o is then a strftime "
-                     "pattern (e.g. prof-%Y%m%dT%H%M%S.pb.gz). SIGUSR1 writes the current "
-                     "window (without --window: the whole recording so far) at once")
-        ->type_name("SECONDS")
-        ->check(CLI::Range(1.0, 86400.0 * 365));
-    command
-        ->add_option("--keep", record.keep,
-                     "With --window: delete window files older than this (e.g. 90m, 24h, 7d)")
-        ->type_name("DURATION");
+    check_number(
+        command->add_option("--window", record.window,
+                            "One profile per window of this many seconds; -o is then a strftime "
+                            "pattern (e.g. prof-%Y%m%dT%H%M%S.pb.gz). SIGUSR1 writes the current "
+                            "window (without --window: the whole recording so far) at once"),
+        {"--window", "a number of seconds", kMinWindow, kMaxWindow}, "SECONDS");
+    check_span(command
+                   ->add_option("--keep", record.keep,
+                                "With --window: delete window files older than this (e.g. 90m, "
+                                "24h, 7d)")
+                   ->type_name("DURATION"));
     command
         ->add_option("--push", record.push,
                      "With --window: send each window as pprof to a Pyroscope-compatible "
@@ -155,11 +155,10 @@ void add_continuous_options(CLI::App* command, RecordOptions& record) {
                      "With --push: an HTTP header, e.g. 'Authorization: Bearer ...' (never "
                      "logged; repeatable)")
         ->type_name("HEADER");
-    command
-        ->add_option("--push-timeout", record.push_timeout,
-                     "With --push: seconds one request may take (default 10)")
-        ->type_name("SECONDS")
-        ->check(CLI::Range(0.1, 600.0));
+    check_number(command->add_option("--push-timeout", record.push_timeout,
+                                     "With --push: seconds one request may take (default 10)"),
+                 {"--push-timeout", "a number of seconds", kMinPushTimeout, kMaxPushTimeout},
+                 "SECONDS");
 }
 
 void add_report_command(CLI::App& app, ReportOptions& report) {
@@ -177,17 +176,15 @@ void add_report_command(CLI::App& app, ReportOptions& report) {
         ->type_name("FORMAT")
         ->transform(CLI::IsMember({"flamegraph", "folded", "pprof", "speedscope", "chrometrace"},
                                   CLI::ignore_case));
-    cmd->add_option("--from", report.from,
-                    "Start of the slice: seconds from the start (90, 1m30s) or a wall-clock "
-                    "time (14:03:00, 2024-05-01T14:03:00, ...Z for UTC)")
-        ->type_name("TIME");
-    cmd->add_option("--to", report.to, "End of the slice (exclusive), as --from")
-        ->type_name("TIME");
+    check_time(cmd->add_option("--from", report.from,
+                               "Start of the slice: seconds from the start (90, 1m30s) or a "
+                               "wall-clock time (14:03:00, 2024-05-01T14:03:00, ...Z for UTC)")
+                   ->type_name("TIME"));
+    check_time(cmd->add_option("--to", report.to, "End of the slice (exclusive), as --from")
+                   ->type_name("TIME"));
     cmd->add_option("--thread", report.threads, "Only this thread, by name or TID (repeatable)")
         ->type_name("NAME|TID");
-    cmd->add_option("--pid", report.pids, "Only this process (repeatable)")
-        ->type_name("PID")
-        ->check(CLI::PositiveNumber);
+    check_pid(cmd->add_option("--pid", report.pids, "Only this process (repeatable)"));
     cmd->add_option("--mode", report.mode,
                     "wall: every sample recorded; cpu: only the on-CPU ones (default: as "
                     "recorded)")
@@ -216,10 +213,10 @@ void add_diff_command(CLI::App& app, DiffOptions& diff) {
                     "A differential flame graph (SVG): NEW's shape, red where a frame's share "
                     "grew, blue where it shrank")
         ->type_name("FILE");
-    cmd->add_option("--top", diff.top,
-                    "Print the N frames whose self and total share changed most (default 20 "
-                    "without -o)")
-        ->type_name("N");
+    check_number(cmd->add_option("--top", diff.top,
+                                 "Print the N frames whose self and total share changed most "
+                                 "(default 20 without -o)"),
+                 {"--top", "a whole number of frames", 1, kMaxTop, true}, "N");
     cmd->add_option("--mode", diff.mode, "wall: all samples (default); cpu: only on-CPU ones")
         ->type_name("MODE")
         ->check(CLI::IsMember({"wall", "cpu"}));
@@ -368,11 +365,18 @@ int run_cli(int argc, char** argv) {
         return 2;
     }
     setup_logging(parsed.verbosity);
-    if (parsed_command("dump")) return run_dump(parsed.dump);
-    if (parsed_command("record")) return run_record(parsed.record);
-    if (parsed_command("top")) return run_top(parsed.top);
-    if (parsed_command("report")) return run_report(parsed.report);
-    if (parsed_command("diff")) return run_diff(parsed.diff);
+    try {
+        if (parsed_command("dump")) return run_dump(parsed.dump);
+        if (parsed_command("record")) return run_record(parsed.record);
+        if (parsed_command("top")) return run_top(parsed.top);
+        if (parsed_command("report")) return run_report(parsed.report);
+        if (parsed_command("diff")) return run_diff(parsed.diff);
+    } catch (const std::exception& e) {
+        // A library's exception (an I/O stream's, memory running out) is one line too, not an
+        // abort with a core dump.
+        print_error(fmt::format("unexpected error: {}", e.what()));
+        return 1;
+    }
     if (parsed_command("completions")) {
         std::fputs(completion_script(*app, parsed.completions_shell).c_str(), stdout);
         return std::fflush(stdout) == 0 ? 0 : 1;

@@ -3,6 +3,7 @@
 
 #include "spyglass/cli/atomic_file.hpp"
 #include "spyglass/cli/options.hpp"
+#include "spyglass/cli/validate.hpp"
 #include "spyglass/output/diff.hpp"
 #include "spyglass/output/profile_input.hpp"
 #include "spyglass/output/writer.hpp"
@@ -13,12 +14,17 @@ int run_diff(const DiffOptions& options) {
     model::DisplayOptions display;
     display.labels.full_filenames = options.full_filenames;
     const bool cpu = options.mode == "cpu";
-    auto base = output::load_profile(options.base, cpu, display);
+    auto limit = input_limit();
+    if (!limit) {
+        print_error(limit.error().message);
+        return 2;
+    }
+    auto base = output::load_profile(options.base, cpu, display, *limit);
     if (!base) {
         print_error(base.error().message);
         return 1;
     }
-    auto current = output::load_profile(options.current, cpu, display);
+    auto current = output::load_profile(options.current, cpu, display, *limit);
     if (!current) {
         print_error(current.error().message);
         return 1;

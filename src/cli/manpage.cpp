@@ -135,14 +135,19 @@ constexpr CommandProse kProse[] = {
      "to \\fB\\-o\\fR) and the recording goes on. \\fB\\-\\-push\\fR sends each "
      "window as pprof to a Pyroscope\\-compatible \\fB/ingest\\fR endpoint, named "
      "\\fIAPP\\fR{\\fItags\\fR,hostname=,pid=}, from a bounded queue with retries; what "
-     "could not be sent is counted in the summary.\n"},
+     "could not be sent is counted in the summary. At the end spyglass waits for the last "
+     "windows one \\fB\\-\\-push\\-timeout\\fR at most; a Ctrl\\-C then gives up on them.\n"},
     {"report",
      "\\fBspyglass report\\fR \\fIFILE\\fR [\\fIoptions\\fR] [\\fB\\-o\\fR \\fIOUTPUT\\fR]",
      ".PP\nAny format \\fBrecord\\fR writes, from the samples of a raw recording that fall "
      "in the slice: \\fB\\-\\-from\\fR (inclusive) and \\fB\\-\\-to\\fR (exclusive) "
      "in seconds from the start or as wall\\-clock times, threads, processes, on\\-CPU or "
      "GIL samples only. A file that was cut short is read up to its last whole block and a "
-     "warning says where it ends. A file of a newer format version is refused.\n"},
+     "warning says where it ends. A file of a newer format version is refused.\n"
+     ".PP\nThe input of \\fBreport\\fR and \\fBdiff\\fR may be a pipe "
+     "(\\fB/dev/stdin\\fR); a directory or a device is refused. What is held in memory whole "
+     "(a pprof or folded file, a decompressed pprof, anything read from a pipe) stops at 256 "
+     "MiB: \\fBSPYGLASS_MAX_INPUT_MB\\fR raises it.\n"},
     {"diff",
      "\\fBspyglass diff\\fR \\fIBASE\\fR \\fINEW\\fR [\\fB\\-o\\fR \\fIdiff.svg\\fR] "
      "[\\fB\\-\\-top\\fR \\fIN\\fR]",

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 
 #include <curl/curl.h>
@@ -190,17 +191,42 @@ void Pusher::submit(std::string pprof, std::uint64_t from_s, std::uint64_t until
 }
 
 PushStats Pusher::stop(double grace_s) {
+    const int stop_requests = stop_request_count();
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
         deadline_ns_ = monotonic_ns() + static_cast<std::uint64_t>(grace_s * 1e9);
+        cut_at_ns_.store(deadline_ns_);
+        if (!finished_ && (sending_ || !queue_.empty()))
+            std::fprintf(stderr,
+                         "spyglass: push: waiting up to %.1f s for the last windows to reach %s "
+                         "(Ctrl-C gives up)\n",
+                         grace_s, redacted(options_.url).c_str());
         wake_.notify_one();
+    }
+    {
+        // A signal handler cannot wake a condition variable: the wait looks at the stop
+        // requests ten times a second.
+        std::unique_lock lock(mutex_);
+        while (!finished_) {
+            if (!cancel_.load() && stop_request_count() != stop_requests) {
+                cancel_.store(true);
+                wake_.notify_one();
+            }
+            done_.wait_for(lock, std::chrono::milliseconds(100));
+        }
     }
     if (thread_.joinable()) thread_.join();
     std::lock_guard lock(mutex_);
     stats_.dropped += queue_.size();
     queue_.clear();
     return stats_;
+}
+
+int Pusher::progress(void* pusher, long long, long long, long long, long long) {
+    auto* self = static_cast<Pusher*>(pusher);
+    std::uint64_t cut_at = self->cut_at_ns_.load();
+    return self->cancel_.load() || (cut_at != 0 && monotonic_ns() >= cut_at) ? 1 : 0;
 }
 
 int Pusher::send(const Item& item, const std::string& name, std::string& error) {
@@ -230,11 +256,20 @@ int Pusher::send(const Item& item, const std::string& name, std::string& error) 
     c.easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(item.body.size()));
     c.easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
     c.easy_setopt(easy, CURLOPT_USERAGENT, "spyglass");
+    // Called about once a second even while nothing moves: how a stop cuts a request short.
+    c.easy_setopt(easy, CURLOPT_NOPROGRESS, 0L);
+    c.easy_setopt(easy, CURLOPT_XFERINFOFUNCTION, &Pusher::progress);
+    c.easy_setopt(easy, CURLOPT_XFERINFODATA, static_cast<void*>(this));
     CURLcode rc = c.easy_perform(easy);
     long status = 0;
     if (rc == CURLE_OK) c.easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
     c.easy_cleanup(easy);
     c.slist_free_all(headers);
+    if (rc == CURLE_ABORTED_BY_CALLBACK) {
+        error = fmt::format("{}: given up at the end of the recording{}", redacted(options_.url),
+                            cancel_.load() ? " (Ctrl-C)" : " (its grace was over)");
+        return -1;
+    }
     if (rc != CURLE_OK) {
         error = fmt::format("{}: {}", redacted(options_.url), c.easy_strerror(rc));
         return 1;
@@ -246,19 +281,28 @@ int Pusher::send(const Item& item, const std::string& name, std::string& error) 
 
 void Pusher::run() {
     std::unique_lock lock(mutex_);
+    run_locked(lock);
+    finished_ = true;
+    done_.notify_all();
+}
+
+void Pusher::run_locked(std::unique_lock<std::mutex>& lock) {
+    auto given_up = [&] { return cancel_.load() || (stopping_ && monotonic_ns() >= deadline_ns_); };
     for (;;) {
         wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
         if (queue_.empty()) return; // stopping, nothing left
-        if (stopping_ && monotonic_ns() >= deadline_ns_) return;
+        if (given_up()) return;
         Item item = std::move(queue_.front());
         queue_.pop_front();
         double backoff = options_.backoff_s;
         for (int attempt = 0;; ++attempt) {
             ++stats_.attempts;
             std::string error, name = name_locked();
+            sending_ = true;
             lock.unlock();
             int result = send(item, name, error);
             lock.lock();
+            sending_ = false;
             if (result == 0) {
                 ++stats_.sent;
                 break;
@@ -270,16 +314,17 @@ void Pusher::run() {
             }
             // Back off, but not past the end of the recording's grace. A new window in the
             // queue wakes this wait too: it does not make a dead backend any less dead, so the
-            // wait goes on until the back-off is over (or stop()'s deadline comes first).
+            // wait goes on until the back-off is over (or stop()'s deadline or a Ctrl-C comes
+            // first).
             const std::uint64_t backoff_end =
                 monotonic_ns() + static_cast<std::uint64_t>(backoff * 1e9);
             for (;;) {
                 std::uint64_t end = stopping_ ? std::min(backoff_end, deadline_ns_) : backoff_end;
                 std::uint64_t now = monotonic_ns();
-                if (now >= end) break;
+                if (now >= end || cancel_.load()) break;
                 wake_.wait_for(lock, std::chrono::nanoseconds(end - now));
             }
-            if (stopping_ && monotonic_ns() >= deadline_ns_) {
+            if (given_up()) {
                 ++stats_.failed;
                 return;
             }

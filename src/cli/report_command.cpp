@@ -9,10 +9,12 @@
 #include "spyglass/cli/atomic_file.hpp"
 #include "spyglass/cli/options.hpp"
 #include "spyglass/cli/summary.hpp"
+#include "spyglass/cli/validate.hpp"
 #include "spyglass/cli/window_files.hpp"
 #include "spyglass/model/aggregator.hpp"
 #include "spyglass/model/projector.hpp"
 #include "spyglass/model/select.hpp"
+#include "spyglass/output/profile_input.hpp"
 #include "spyglass/output/raw.hpp"
 #include "spyglass/output/writer.hpp"
 
@@ -29,73 +31,6 @@ std::string default_report_path(const std::string& input) {
     std::size_t dot = base.rfind('.');
     if (dot != std::string::npos && dot != 0) base.resize(dot);
     return base + ".svg";
-}
-
-// --from / --to: seconds from the start ("90", "1m30s") or a wall-clock time ("14:03",
-// "14:03:05", "2024-05-01T14:03:05", "2024-05-01 14:03:05", with Z for UTC), as ns since the
-// start of the recording.
-Result<std::uint64_t> parse_time(const std::string& option, const std::string& text,
-                                 std::uint64_t start_unix_ns) {
-    char* end = nullptr;
-    double seconds = std::strtod(text.c_str(), &end);
-    if (!text.empty() && end == text.c_str() + text.size() && seconds >= 0 &&
-        std::isfinite(seconds))
-        return static_cast<std::uint64_t>(seconds * 1e9);
-    if (text.find(':') == std::string::npos) {
-        auto duration = parse_span_ns(text);
-        if (duration) return *duration;
-        return fail(Errc::invalid_argument,
-                    "{} {}: not seconds from the start (90, 1m30s) nor a time of day (14:03:05) "
-                    "or a date and time (2024-05-01T14:03:05)",
-                    option, text);
-    }
-    std::string value = text;
-    bool utc = !value.empty() && (value.back() == 'Z' || value.back() == 'z');
-    if (utc) value.pop_back();
-    std::tm tm{};
-    auto start_seconds = static_cast<std::time_t>(start_unix_ns / kSecond);
-    const char* rest = nullptr;
-    for (const char* format :
-         {"%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"}) {
-        tm = {};
-        rest = ::strptime(value.c_str(), format, &tm);
-        if (rest != nullptr && *rest == '\0') break;
-        rest = nullptr;
-    }
-    bool time_of_day = false;
-    if (rest == nullptr) {
-        for (const char* format : {"%H:%M:%S", "%H:%M"}) {
-            std::tm clock{};
-            rest = ::strptime(value.c_str(), format, &clock);
-            if (rest != nullptr && *rest == '\0') {
-                // On the day the recording started.
-                if (utc)
-                    ::gmtime_r(&start_seconds, &tm);
-                else
-                    ::localtime_r(&start_seconds, &tm);
-                tm.tm_hour = clock.tm_hour;
-                tm.tm_min = clock.tm_min;
-                tm.tm_sec = clock.tm_sec;
-                time_of_day = true;
-                break;
-            }
-            rest = nullptr;
-        }
-    }
-    if (rest == nullptr)
-        return fail(Errc::invalid_argument,
-                    "{} {}: not seconds from the start (90, 1m30s) nor a time of day (14:03:05) "
-                    "or a date and time (2024-05-01T14:03:05)",
-                    option, text);
-    tm.tm_isdst = -1;
-    std::time_t at = utc ? ::timegm(&tm) : std::mktime(&tm);
-    // A time of day before the start (by more than half a day) is the next day's.
-    if (time_of_day && at + 43200 < start_seconds) at += 86400;
-    auto at_ns = static_cast<std::int64_t>(at) * static_cast<std::int64_t>(kSecond);
-    auto start = static_cast<std::int64_t>(start_unix_ns);
-    // Whole seconds: a time of the start's own second means the start.
-    if (at_ns <= start) return 0;
-    return static_cast<std::uint64_t>(at_ns - start);
 }
 
 std::string local_time(std::uint64_t unix_ns) {
@@ -196,7 +131,12 @@ int run_report(const ReportOptions& options) {
     } else {
         format = output::format_for_path(path);
     }
-    auto opened = output::RawReader::open(options.input);
+    auto limit = input_limit();
+    if (!limit) {
+        print_error(limit.error().message);
+        return 2;
+    }
+    auto opened = output::RawReader::open(options.input, *limit);
     if (!opened) {
         print_error(opened.error().message);
         return 1;
@@ -207,7 +147,7 @@ int run_report(const ReportOptions& options) {
     for (auto [text, into] :
          {std::pair{&options.from, &selection.from_ns}, std::pair{&options.to, &selection.to_ns}}) {
         if (text->empty()) continue;
-        auto at = parse_time(into == &selection.from_ns ? "--from" : "--to", *text, start);
+        auto at = parse_time_ns(into == &selection.from_ns ? "--from" : "--to", *text, start);
         if (!at) {
             print_error(at.error().message);
             return 2;
@@ -252,18 +192,9 @@ int run_report(const ReportOptions& options) {
     display.labels.full_filenames = options.full_filenames;
     display.labels.line_numbers = !options.nolineno;
     model::FrameTransform transform{options.function, options.nolineno};
-    std::unique_ptr<model::ProjectingSink> projector;
-    if (transform.function_lines || transform.no_lines)
-        projector =
-            std::make_unique<model::ProjectingSink>(reader.frames(), reader.stacks(), transform);
-    model::Aggregator aggregator(projector ? projector->frames() : reader.frames(),
-                                 projector ? projector->stacks() : reader.stacks(),
-                                 output::needs_timeline(format));
-    if (projector) projector->forward_to(aggregator);
-    model::SelectingSink select(selection, std::move(names),
-                                projector ? static_cast<model::SampleSink&>(*projector)
-                                          : static_cast<model::SampleSink&>(aggregator));
-    output::RawReadStatus status = reader.replay(select);
+    output::SelectedProfile selected(reader, std::move(selection), std::move(names), transform,
+                                     output::needs_timeline(format));
+    output::RawReadStatus status = selected.replay();
     if (!status.complete)
         std::fprintf(stderr,
                      "spyglass: warning: %s was cut short: %s; read %s up to %.1f s (%s of %s "
@@ -276,7 +207,7 @@ int run_report(const ReportOptions& options) {
     else if (!status.problem.empty())
         std::fprintf(stderr, "spyglass: warning: %s: %s\n", options.input.c_str(),
                      status.problem.c_str());
-    model::Profile profile = aggregator.profile(display);
+    model::Profile profile = selected.profile(display);
     if (options.summary) {
         print_summary(options.input, reader, status, profile);
         return std::fflush(stdout) == 0 ? 0 : 1;
@@ -289,7 +220,7 @@ int run_report(const ReportOptions& options) {
         return 1;
     }
     std::fprintf(stderr, "spyglass: report: %s of %s%s; wrote %s to %s\n",
-                 count_of(select.kept(), "sample").c_str(),
+                 count_of(selected.kept(), "sample").c_str(),
                  count_of(status.samples, "sample").c_str(), status.complete ? "" : " (cut)",
                  output::format_name(format), path == "-" ? "standard output" : path.c_str());
     return 0;

@@ -99,6 +99,10 @@ const std::atomic<int>& install_stop_handlers() {
     return stop_requests;
 }
 
+int stop_request_count() {
+    return stop_requests.load();
+}
+
 void set_forward_target(pid_t pid) {
     forward_to.store(pid);
 }

@@ -34,54 +34,6 @@ std::string pprof_bytes(const model::Profile& profile) {
 
 } // namespace
 
-Result<std::uint64_t> parse_span_ns(std::string_view text) {
-    if (text.empty()) return fail(Errc::invalid_argument, "an empty duration");
-    double total = 0;
-    std::size_t i = 0;
-    while (i < text.size()) {
-        std::size_t start = i;
-        while (i < text.size() &&
-               (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
-            ++i;
-        if (i == start)
-            return fail(Errc::invalid_argument,
-                        "{} is not a duration: use seconds or a number with s, m, h or d "
-                        "(90m, 24h, 1h30m)",
-                        text);
-        double value = std::strtod(std::string(text.substr(start, i - start)).c_str(), nullptr);
-        double unit = 1;
-        if (i < text.size()) {
-            switch (text[i]) {
-            case 's':
-                unit = 1;
-                break;
-            case 'm':
-                unit = 60;
-                break;
-            case 'h':
-                unit = 3600;
-                break;
-            case 'd':
-                unit = 86400;
-                break;
-            default:
-                return fail(Errc::invalid_argument,
-                            "{} is not a duration: use seconds or a number with s, m, h or d "
-                            "(90m, 24h, 1h30m)",
-                            text);
-            }
-            ++i;
-        } else if (start != 0) {
-            return fail(Errc::invalid_argument,
-                        "{} is not a duration: a unit is missing at its end", text);
-        }
-        total += value * unit;
-    }
-    if (!(total > 0) || total > 1e9)
-        return fail(Errc::invalid_argument, "{} is not a duration above zero", text);
-    return static_cast<std::uint64_t>(total * 1e9);
-}
-
 std::string window_file_name(const std::string& pattern, std::uint64_t unix_ns) {
     std::time_t seconds = static_cast<std::time_t>(unix_ns / 1'000'000'000ull);
     std::tm local{};

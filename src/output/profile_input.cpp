@@ -1,14 +1,19 @@
 #include "spyglass/output/profile_input.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "profile.pb.h"
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <google/protobuf/stubs/common.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "spyglass/model/aggregator.hpp"
@@ -21,33 +26,45 @@ namespace {
 
 namespace pb = perftools::profiles;
 
-constexpr std::size_t kMaxInput = 1u << 30;
-
-Result<std::string> read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return fail(Errc::io, "cannot read {}: {}", path, std::strerror(errno));
-    std::string bytes{std::istreambuf_iterator<char>(in), {}};
-    if (in.bad()) return fail(Errc::io, "cannot read {}", path);
-    return bytes;
+std::string mib(std::uint64_t bytes) {
+    return fmt::format("{} MiB", bytes >> 20);
 }
 
-Result<std::string> gunzip(const std::string& path, const std::string& bytes) {
+std::string_view file_type(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    return "not a regular file";
+}
+
+Result<std::string> gunzip(const std::string& path, const std::string& bytes,
+                           std::uint64_t max_bytes) {
     z_stream z{};
     if (inflateInit2(&z, 15 + 32) != Z_OK) return fail(Errc::io, "{}: zlib failed", path);
     z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-    z.avail_in = static_cast<uInt>(bytes.size());
+    z.avail_in = static_cast<uInt>(std::min<std::size_t>(bytes.size(), UINT32_MAX));
     std::string out;
     char chunk[1 << 16];
     int rc = Z_OK;
+    bool too_big = false;
     while (rc != Z_STREAM_END) {
         z.next_out = reinterpret_cast<Bytef*>(chunk);
         z.avail_out = sizeof chunk;
         rc = inflate(&z, Z_NO_FLUSH);
         if (rc != Z_OK && rc != Z_STREAM_END) break;
-        out.append(chunk, sizeof chunk - z.avail_out);
-        if (out.size() > kMaxInput) break;
+        std::size_t got = sizeof chunk - z.avail_out;
+        if (out.size() + got > max_bytes) {
+            too_big = true;
+            break;
+        }
+        out.append(chunk, got);
     }
     inflateEnd(&z);
+    if (too_big)
+        return fail(Errc::invalid_argument,
+                    "{} decompresses to more than {}, the most an input may hold in memory "
+                    "(SPYGLASS_MAX_INPUT_MB raises it)",
+                    path, mib(max_bytes));
     if (rc != Z_STREAM_END)
         return fail(Errc::invalid_argument,
                     "{} is not a readable gzip file (a pprof profile "
@@ -65,8 +82,17 @@ struct ThreadKey {
 
 Result<void> load_pprof(const std::string& path, const std::string& bytes, bool cpu_only,
                         LoadedProfile& out) {
+#if GOOGLE_PROTOBUF_VERSION < 4022000
+    // A damaged profile is said in one line of ours: protobuf's own log lines (invalid UTF-8
+    // in a string) stay out of it.
+    static const bool quiet = [] {
+        google::protobuf::SetLogHandler(nullptr);
+        return true;
+    }();
+    (void)quiet;
+#endif
     pb::Profile pprof;
-    if (bytes.size() > kMaxInput || !pprof.ParseFromString(bytes))
+    if (bytes.size() > INT32_MAX || !pprof.ParseFromString(bytes))
         return fail(Errc::invalid_argument,
                     "{} is not a pprof profile, a raw recording or "
                     "folded stacks",
@@ -234,46 +260,166 @@ Result<void> load_folded(const std::string& path, const std::string& bytes, bool
     return {};
 }
 
+Result<std::unique_ptr<LoadedProfile>> load_raw(const std::string& path,
+                                                std::unique_ptr<RawReader> reader, bool cpu_only,
+                                                const model::DisplayOptions& display) {
+    auto out = std::make_unique<LoadedProfile>();
+    out->raw = std::move(reader);
+    model::Selection selection;
+    selection.cpu_only = cpu_only;
+    SelectedProfile selected(*out->raw, std::move(selection), {}, {}, false);
+    RawReadStatus status = selected.replay();
+    if (!status.complete)
+        out->warning =
+            fmt::format("{} was cut short ({}): compared as far as it goes", path, status.problem);
+    out->profile = selected.profile(display);
+    out->kind = "raw";
+    return out;
+}
+
 } // namespace
 
+SelectedProfile::SelectedProfile(RawReader& reader, model::Selection selection,
+                                 std::vector<std::vector<std::string>> names,
+                                 model::FrameTransform transform, bool keep_timeline)
+    : reader_(reader) {
+    if (transform.function_lines || transform.no_lines)
+        projector_ =
+            std::make_unique<model::ProjectingSink>(reader.frames(), reader.stacks(), transform);
+    aggregator_ = std::make_unique<model::Aggregator>(
+        projector_ ? projector_->frames() : reader.frames(),
+        projector_ ? projector_->stacks() : reader.stacks(), keep_timeline);
+    if (projector_) projector_->forward_to(*aggregator_);
+    select_ = std::make_unique<model::SelectingSink>(
+        std::move(selection), std::move(names),
+        projector_ ? static_cast<model::SampleSink&>(*projector_)
+                   : static_cast<model::SampleSink&>(*aggregator_));
+}
+
+SelectedProfile::~SelectedProfile() = default;
+
+RawReadStatus SelectedProfile::replay() {
+    return reader_.replay(*select_);
+}
+
+model::Profile SelectedProfile::profile(const model::DisplayOptions& display) const {
+    return aggregator_->profile(display);
+}
+
+std::uint64_t SelectedProfile::kept() const noexcept {
+    return select_->kept();
+}
+
+Result<InputFile> InputFile::open(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+        return fail(Errc::io, "cannot read {}: {}", path, std::strerror(errno));
+    // A FIFO's open waits for its writer, as a reader of a FIFO expects; anything else is
+    // opened without waiting (a terminal's or a modem's open may wait for a carrier).
+    const bool fifo = S_ISFIFO(st.st_mode);
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | (fifo ? 0 : O_NONBLOCK));
+    if (fd < 0) return fail(Errc::io, "cannot read {}: {}", path, std::strerror(errno));
+    InputFile input(fd, false, 0);
+    if (::fstat(fd, &st) != 0)
+        return fail(Errc::io, "cannot read {}: {}", path, std::strerror(errno));
+    if (S_ISREG(st.st_mode)) {
+        input.regular_ = true;
+        input.size_ = static_cast<std::uint64_t>(st.st_size);
+    } else if (!S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode)) {
+        return fail(Errc::invalid_argument, "cannot read {}: it is {}, not a recording", path,
+                    file_type(st.st_mode));
+    }
+    if (!fifo) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return input;
+}
+
+InputFile::InputFile(InputFile&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), regular_(other.regular_), size_(other.size_) {}
+
+InputFile::~InputFile() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+int InputFile::release() noexcept {
+    return std::exchange(fd_, -1);
+}
+
+Result<std::string> InputFile::read_head(const std::string& path, std::size_t n) {
+    std::string bytes(n, '\0');
+    std::size_t got = 0;
+    while (got < n) {
+        ssize_t r = ::read(fd_, bytes.data() + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return fail(Errc::io, "cannot read {}: {}", path, std::strerror(errno));
+        if (r == 0) break;
+        got += static_cast<std::size_t>(r);
+    }
+    bytes.resize(got);
+    return bytes;
+}
+
+Result<std::string> InputFile::read_all(const std::string& path, std::uint64_t max_bytes,
+                                        std::string_view what, std::string bytes) {
+    auto too_big = [&] {
+        return fail(Errc::invalid_argument,
+                    "{} holds more than {}, the most {} may hold, read whole into memory "
+                    "(SPYGLASS_MAX_INPUT_MB raises it)",
+                    path, mib(max_bytes), what);
+    };
+    if ((regular_ && size_ > max_bytes) || bytes.size() > max_bytes) return too_big();
+    if (regular_) bytes.reserve(static_cast<std::size_t>(size_));
+    char chunk[1 << 16];
+    for (;;) {
+        ssize_t n = ::read(fd_, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return fail(Errc::io, "cannot read {}: {}", path, std::strerror(errno));
+        if (n == 0) return bytes;
+        if (bytes.size() + static_cast<std::size_t>(n) > max_bytes) return too_big();
+        bytes.append(chunk, static_cast<std::size_t>(n));
+    }
+}
+
 Result<std::unique_ptr<LoadedProfile>> load_profile(const std::string& path, bool cpu_only,
-                                                    const model::DisplayOptions& display) {
-    auto out = std::make_unique<LoadedProfile>();
-    std::string head(16, '\0');
-    {
-        std::ifstream probe(path, std::ios::binary);
-        if (!probe) return fail(Errc::io, "cannot read {}: {}", path, std::strerror(errno));
-        probe.read(head.data(), static_cast<std::streamsize>(head.size()));
-        head.resize(static_cast<std::size_t>(probe.gcount()));
+                                                    const model::DisplayOptions& display,
+                                                    std::uint64_t max_bytes) {
+    auto input = InputFile::open(path);
+    if (!input) return std::unexpected(input.error());
+    if (input->regular()) {
+        // A raw recording in a file is read block by block, however large.
+        std::string head(16, '\0');
+        ssize_t n = ::pread(input->fd(), head.data(), head.size(), 0);
+        head.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+        if (looks_like_raw(head)) {
+            auto reader = RawReader::open(path, max_bytes);
+            if (!reader) return std::unexpected(reader.error());
+            return load_raw(path, std::move(*reader), cpu_only, display);
+        }
     }
-    if (looks_like_raw(head)) {
-        auto reader = RawReader::open(path);
-        if (!reader) return std::unexpected(reader.error());
-        out->raw = std::move(*reader);
-        model::Aggregator aggregator(out->raw->frames(), out->raw->stacks(), false);
-        model::Selection selection;
-        selection.cpu_only = cpu_only;
-        model::SelectingSink select(selection, {}, aggregator);
-        RawReadStatus status = out->raw->replay(select);
-        if (!status.complete)
-            out->warning = fmt::format("{} was cut short ({}): compared as far as it goes", path,
-                                       status.problem);
-        out->profile = aggregator.profile(display);
-        out->kind = "raw";
-        return out;
-    }
-    auto bytes = read_file(path);
+    auto bytes = input->read_all(path, max_bytes, "a pprof or folded input");
     if (!bytes) return std::unexpected(bytes.error());
+    return load_profile_bytes(path, *bytes, cpu_only, display, max_bytes);
+}
+
+Result<std::unique_ptr<LoadedProfile>> load_profile_bytes(const std::string& name,
+                                                          const std::string& bytes, bool cpu_only,
+                                                          const model::DisplayOptions& display,
+                                                          std::uint64_t max_bytes) {
+    if (looks_like_raw(bytes)) {
+        auto reader = RawReader::from_memory(bytes, name);
+        if (!reader) return std::unexpected(reader.error());
+        return load_raw(name, std::move(*reader), cpu_only, display);
+    }
+    auto out = std::make_unique<LoadedProfile>();
     Result<void> loaded;
-    if (bytes->size() >= 2 && static_cast<unsigned char>((*bytes)[0]) == 0x1f &&
-        static_cast<unsigned char>((*bytes)[1]) == 0x8b) {
-        auto plain = gunzip(path, *bytes);
+    if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+        static_cast<unsigned char>(bytes[1]) == 0x8b) {
+        auto plain = gunzip(name, bytes, max_bytes);
         if (!plain) return std::unexpected(plain.error());
-        loaded = load_pprof(path, *plain, cpu_only, *out);
-    } else if (bytes->find('\0') != std::string::npos) {
-        loaded = load_pprof(path, *bytes, cpu_only, *out);
+        loaded = load_pprof(name, *plain, cpu_only, *out);
+    } else if (bytes.find('\0') != std::string::npos) {
+        loaded = load_pprof(name, bytes, cpu_only, *out);
     } else {
-        loaded = load_folded(path, *bytes, cpu_only, *out);
+        loaded = load_folded(name, bytes, cpu_only, *out);
     }
     if (!loaded) return std::unexpected(loaded.error());
     out->profile.display = display;

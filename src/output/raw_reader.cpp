@@ -13,6 +13,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "spyglass/output/profile_input.hpp"
 #include "spyglass/output/raw.hpp"
 
 namespace spyglass::output {
@@ -279,24 +280,39 @@ RawReader::~RawReader() {
     if (file_ != nullptr) std::fclose(file_);
 }
 
-Result<std::unique_ptr<RawReader>> RawReader::open(const std::string& path) {
+Result<std::unique_ptr<RawReader>> RawReader::open(const std::string& path,
+                                                   std::uint64_t max_stream_bytes) {
+    auto input = InputFile::open(path);
+    if (!input) return std::unexpected(input.error());
+    if (!input->regular()) {
+        // Whether it is a raw recording at all, before reading it whole.
+        auto head = input->read_head(path, sizeof raw::kMagic);
+        if (!head) return std::unexpected(head.error());
+        if (!looks_like_raw(*head))
+            return fail(Errc::invalid_argument, "{} is not a spyglass raw recording", path);
+        auto bytes = input->read_all(path, max_stream_bytes, "a raw recording read from a pipe",
+                                     std::move(*head));
+        if (!bytes) return std::unexpected(bytes.error());
+        return from_memory(*bytes, path);
+    }
     std::unique_ptr<RawReader> reader(new RawReader());
-    reader->file_ = std::fopen(path.c_str(), "rb");
+    reader->file_ = ::fdopen(input->fd(), "rb");
     if (reader->file_ == nullptr)
         return fail(Errc::io, "cannot read {}: {}", path, std::strerror(errno));
+    input->release();
     if (auto ok = reader->read_headers(path); !ok) return std::unexpected(ok.error());
     return reader;
 }
 
-Result<std::unique_ptr<RawReader>> RawReader::from_memory(std::string_view bytes) {
+Result<std::unique_ptr<RawReader>> RawReader::from_memory(std::string_view bytes,
+                                                          const std::string& name) {
     std::unique_ptr<RawReader> reader(new RawReader());
     reader->memory_.assign(bytes.begin(), bytes.end());
     reader->memory_.push_back('\0'); // fmemopen wants a non-empty buffer
     reader->file_ = ::fmemopen(reader->memory_.data(), bytes.size() == 0 ? 1 : bytes.size(), "rb");
     if (reader->file_ == nullptr)
-        return fail(Errc::io, "cannot read the raw recording: {}", std::strerror(errno));
-    if (auto ok = reader->read_headers("the raw recording"); !ok)
-        return std::unexpected(ok.error());
+        return fail(Errc::io, "cannot read {}: {}", name, std::strerror(errno));
+    if (auto ok = reader->read_headers(name); !ok) return std::unexpected(ok.error());
     return reader;
 }
 

@@ -10,6 +10,8 @@
 #include <random>
 #include <vector>
 
+#include "cli_inputs.hpp"
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
 
 int main(int argc, char** argv) {
@@ -44,7 +46,8 @@ int main(int argc, char** argv) {
             for (std::size_t k = 0; k < 8 && i + k < size; ++k)
                 input[i + k] = static_cast<std::uint8_t>(word >> (8 * k));
         }
-        input[0] = static_cast<std::uint8_t>(n % 8 + 8 * (random() % 32));
+        input[0] = static_cast<std::uint8_t>(n % spyglass::fuzz::kFuzzTargets +
+                                             spyglass::fuzz::kFuzzTargets * (random() % 28));
         LLVMFuzzerTestOneInput(input.data(), input.size());
     }
     std::printf("fuzz: %ld generated inputs, no crash\n", iterations);

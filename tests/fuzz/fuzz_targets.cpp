@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_inputs.hpp"
 #include "fake_python.hpp"
 #include "raw_fixture.hpp"
 #include <zlib.h>
@@ -394,7 +395,7 @@ void raw_recording(std::span<const std::uint8_t> data) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size == 0) return 0;
     std::span<const std::uint8_t> input(data + 1, size - 1);
-    switch (data[0] % 8) {
+    switch (data[0] % spyglass::fuzz::kFuzzTargets) {
     case 0:
         line_tables(input);
         break;
@@ -418,6 +419,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         break;
     case 7:
         raw_recording(input);
+        break;
+    case 8:
+        spyglass::fuzz::cli_inputs(input);
         break;
     }
     return 0;

@@ -202,7 +202,7 @@ class WindowTests(unittest.TestCase):
                 (["--window", 10, "-o", os.path.join(d, "same.txt")], "names two consecutive"),
                 (["--keep", "1h", "-o", os.path.join(d, "x.txt")], "needs --window"),
                 (["--window", 10, "--keep", "soon", "-o", os.path.join(d, "%H%M%S.txt")],
-                 "not a duration"),
+                 "--keep must be a duration"),
                 (["--window", 10, "--keep", "5s", "-o", os.path.join(d, "%H%M%S.txt")],
                  "shorter than one window"),
                 (["--push", "http://127.0.0.1:9/", "-o", os.path.join(d, "x.txt")],

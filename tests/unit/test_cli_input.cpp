@@ -61,6 +61,117 @@ TEST(Validate, RateAndDelayHaveTheirRange) {
     EXPECT_FALSE(cli::parse_delay("7200"));
 }
 
+// One spelling for every number (issue 23): what each option keeps, and what none takes.
+TEST(Validate, OneSpellingOfANumber) {
+    const cli::NumberRule seconds{"--window", "a number of seconds", cli::kMinWindow,
+                                  cli::kMaxWindow};
+    for (auto [text, value] : {std::pair{"5", 5.0},
+                               {"+5", 5.0},
+                               {"1.5", 1.5},
+                               {".5e1", 5.0},
+                               {"5.", 5.0},
+                               {"1e3", 1000.0},
+                               {"1E+3", 1000.0},
+                               {"10", 10.0},
+                               {"31536000", 31536000.0}})
+        EXPECT_DOUBLE_EQ(cli::parse_number(text, seconds).value(), value) << text;
+    for (const char* bad : {"",     " 5",  "5 ",  "\t5", "5\n",   "0x10",     "0X10",  "010",
+                            "00.5", "nan", "NaN", "inf", "-inf",  "infinity", "1e400", "-1e400",
+                            "-5",   "--5", "++5", "+-5", "5s",    "5,0",      "1e",    "1e+",
+                            ".",    "+",   "e5",  "0b1", "1_000", "31536001", "0.5",   "0"}) {
+        auto parsed = cli::parse_number(bad, seconds);
+        ASSERT_FALSE(parsed) << bad;
+        EXPECT_EQ(parsed.error().message,
+                  fmt::format("--window must be a number of seconds from 1 to 31536000, not "
+                              "'{}'",
+                              std::string(bad) == "\t5"   ? "\\x095"
+                              : std::string(bad) == "5\n" ? "5\\x0a"
+                                                          : bad));
+    }
+    const cli::NumberRule frames{"--top", "a whole number of frames", 1, cli::kMaxTop, true};
+    EXPECT_EQ(cli::parse_number("20", frames).value(), 20);
+    EXPECT_EQ(cli::parse_number("1000000", frames).value(), 1e6);
+    for (const char* bad : {"1.5", "1e3", "1.", "0", "-1", "1000001", "99999999999999999999",
+                            "18446744073709551617", "0x10", "010", " 5", ""}) {
+        auto parsed = cli::parse_number(bad, frames);
+        ASSERT_FALSE(parsed) << bad;
+        EXPECT_EQ(parsed.error().message,
+                  fmt::format("--top must be a whole number of frames from 1 to 1000000, not "
+                              "'{}'",
+                              bad));
+    }
+    // The pid and the duration spell numbers the same way.
+    for (const char* bad : {"0x10", "010", " 1", "1 ", "1e3"})
+        EXPECT_FALSE(cli::parse_pid(bad)) << bad;
+    for (const char* bad : {"0x10", "010", " 1", "1e-400"})
+        EXPECT_FALSE(cli::parse_duration(bad)) << bad;
+    EXPECT_DOUBLE_EQ(cli::parse_duration("1e-3").value(), 0.001);
+}
+
+TEST(Validate, SpansForKeep) {
+    constexpr std::uint64_t s = 1'000'000'000;
+    EXPECT_EQ(cli::parse_span_ns("3600").value(), 3600 * s);
+    EXPECT_EQ(cli::parse_span_ns("90m").value(), 5400 * s);
+    EXPECT_EQ(cli::parse_span_ns("24h").value(), 86400 * s);
+    EXPECT_EQ(cli::parse_span_ns("7d").value(), 7 * 86400 * s);
+    EXPECT_EQ(cli::parse_span_ns("1h30m").value(), 5400 * s);
+    EXPECT_EQ(cli::parse_span_ns("1h05m").value(), 3900 * s);
+    EXPECT_EQ(cli::parse_span_ns("1d2h3m4s").value(), (86400 + 7200 + 180 + 4) * s);
+    EXPECT_EQ(cli::parse_span_ns("1.5h").value(), 5400 * s);
+    EXPECT_EQ(cli::parse_span_ns("0.5").value(), s / 2);
+    for (const char* bad :
+         {"",    "0",   "0s",  "-1h", "+1h", "1h30", "30m1h", "1m1m", "1.5.5h",    "h",    "1x",
+          " 1h", "1h ", "1 h", "nan", "inf", "1e12", "0x10",  "010",  "11574075d", "1e400"}) {
+        auto span = cli::parse_span_ns(bad);
+        ASSERT_FALSE(span) << bad;
+        EXPECT_THAT(span.error().message, HasSubstr("--keep must be a duration above zero"));
+        EXPECT_THAT(span.error().message, HasSubstr(fmt::format("not '{}'", bad)));
+    }
+}
+
+TEST(Validate, TimesForFromAndTo) {
+    constexpr std::uint64_t s = 1'000'000'000;
+    const std::uint64_t start = 1'714'572'185 * s + 250'000'000; // 2024-05-01T14:03:05.25Z
+    EXPECT_EQ(cli::parse_time_ns("--from", "0", start).value(), 0u);
+    EXPECT_EQ(cli::parse_time_ns("--from", "1.37", start).value(), 1'370'000'000u);
+    EXPECT_EQ(cli::parse_time_ns("--from", "1m30s", start).value(), 90 * s);
+    EXPECT_EQ(cli::parse_time_ns("--from", "0s", start).value(), 0u);
+    EXPECT_EQ(cli::parse_time_ns("--to", "1000000000", start).value(), 1'000'000'000 * s);
+    EXPECT_EQ(cli::parse_time_ns("--to", "2024-05-01T14:04:05Z", start).value(),
+              59 * s + 750'000'000);
+    EXPECT_EQ(cli::parse_time_ns("--to", "14:03:05Z", start).value(), 0u); // the start's second
+    EXPECT_EQ(cli::parse_time_ns("--to", "2024-05-01T00:00:00Z", start).value(), 0u);
+    EXPECT_EQ(cli::parse_time_ns("--to", "2200-01-01T00:00:00Z", start).value(),
+              7'258'118'400 * s - start);
+    // The issue: 1e12 seconds overflowed once in nanoseconds (every sample, or none).
+    for (const char* bad : {"1e12", "1000000001", "1e400", "", "nan", "inf", "-1", "0x10", "010",
+                            " 1", "1 ", "1s2", "25:99", "2300-01-01T00:00:00Z", " 14:03", "14:03 ",
+                            "2024-05-01  14:03", "2024-05-01\t14:03", "14:03:05x"}) {
+        auto at = cli::parse_time_ns("--from", bad, start);
+        ASSERT_FALSE(at) << bad;
+        EXPECT_THAT(at.error().message,
+                    HasSubstr("--from must be seconds from the start (90, 1m30s; at most "
+                              "1000000000), a time of day (14:03:05) or a date and time"));
+    }
+}
+
+TEST(Validate, InputLimitFromTheEnvironment) {
+    ::unsetenv("SPYGLASS_MAX_INPUT_MB");
+    EXPECT_EQ(cli::input_limit().value(), 256u << 20);
+    ::setenv("SPYGLASS_MAX_INPUT_MB", "4", 1);
+    EXPECT_EQ(cli::input_limit().value(), 4u << 20);
+    for (const char* bad : {"0", "nan", "", "4 ", "0x10", "1.5", "1048577"}) {
+        ::setenv("SPYGLASS_MAX_INPUT_MB", bad, 1);
+        auto limit = cli::input_limit();
+        ASSERT_FALSE(limit) << bad;
+        EXPECT_EQ(limit.error().message,
+                  fmt::format("SPYGLASS_MAX_INPUT_MB must be a whole number of MiB from 1 to "
+                              "1048576, not '{}'",
+                              bad));
+    }
+    ::unsetenv("SPYGLASS_MAX_INPUT_MB");
+}
+
 TEST(Validate, LongValuesAreCutInTheMessage) {
     std::string long_value(200, '9');
     auto pid = cli::parse_pid(long_value);
@@ -77,6 +188,12 @@ std::string parse_error_of(std::vector<std::string> args) {
     double duration = 0;
     cli::check_pid(record->add_option("-p,--pid", pid, ""));
     cli::check_duration(record->add_option("-d,--duration", duration, ""));
+    double window = 0;
+    std::string keep;
+    cli::check_number(record->add_option("--window", window, ""),
+                      {"--window", "a number of seconds", cli::kMinWindow, cli::kMaxWindow},
+                      "SECONDS");
+    cli::check_span(record->add_option("--keep", keep, ""));
     std::vector<std::string> reversed(args.rbegin(), args.rend());
     try {
         app.parse(reversed);
@@ -98,6 +215,14 @@ TEST(Validate, ThroughCli11) {
               "'-1' (see spyglass record --help)\n");
     EXPECT_EQ(parse_error_of({"record", "-d", "unlimited"}), "unlimited");
     EXPECT_EQ(parse_error_of({"record", "-p", "12", "-d", "1.5"}), "pid 12 duration 1.5");
+    EXPECT_EQ(parse_error_of({"record", "--window", "nan"}),
+              "spyglass: error: --window must be a number of seconds from 1 to 31536000, not "
+              "'nan' (see spyglass record --help)\n");
+    EXPECT_EQ(parse_error_of({"record", "--keep", ""}),
+              "spyglass: error: --keep must be a duration above zero and at most 1000000000 "
+              "seconds: seconds or numbers with s, m, h or d (3600, 90m, 24h, 1h30m), not '' "
+              "(see spyglass record --help)\n");
+    EXPECT_EQ(parse_error_of({"record", "-p", "12", "--window", "+60"}), "pid 12 duration 0");
     std::string unknown = parse_error_of({"record", "--bogus"});
     EXPECT_THAT(unknown, HasSubstr("spyglass: error: "));
     EXPECT_EQ(std::count(unknown.begin(), unknown.end(), '\n'), 1) << unknown;

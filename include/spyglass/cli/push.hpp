@@ -3,6 +3,7 @@
 // never grows memory and never holds up sampling; what cannot be sent is counted.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -52,6 +53,8 @@ class Pusher {
     // A window's gzipped pprof, for [from, until) in Unix seconds. Never blocks.
     void submit(std::string pprof, std::uint64_t from_s, std::uint64_t until_s);
     // Sends what is queued for at most `grace_s` more, then gives up on the rest (dropped).
+    // A stop request (Ctrl-C, SIGTERM) that comes meanwhile gives up at once: the request
+    // under way is cut short within about a second (libcurl's progress callback).
     PushStats stop(double grace_s);
 
     // A label known only once the target runs (pid=), before the first window is sent.
@@ -68,9 +71,12 @@ class Pusher {
     };
     explicit Pusher(PushOptions options, std::shared_ptr<Curl> curl);
     void run();
+    void run_locked(std::unique_lock<std::mutex>& lock);
     // One request: 0 sent, 1 worth retrying, -1 not (a 4xx).
     int send(const Item& item, const std::string& name, std::string& error);
     std::string name_locked() const;
+    // For libcurl's progress callback: nonzero cuts the request short.
+    static int progress(void* pusher, long long, long long, long long, long long);
 
     PushOptions options_;
     std::shared_ptr<Curl> curl_;
@@ -79,6 +85,13 @@ class Pusher {
     std::deque<Item> queue_;
     bool stopping_ = false;
     std::uint64_t deadline_ns_ = 0; // when stopping: give up then
+    bool sending_ = false;          // a request is under way
+    bool finished_ = false;         // the thread is done
+    std::condition_variable done_;
+    // Read by the request under way, without the lock: give up now (a stop request came while
+    // stopping), or at this deadline (0: none; set by stop()).
+    std::atomic<bool> cancel_{false};
+    std::atomic<std::uint64_t> cut_at_ns_{0};
     PushStats stats_;
     std::thread thread_;
 };

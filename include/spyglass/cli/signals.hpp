@@ -14,6 +14,8 @@ namespace spyglass::cli {
 
 // Installs the handlers; returns the number of stop requests so far (read it, don't write).
 const std::atomic<int>& install_stop_handlers();
+// The number of stop requests so far (0 before the handlers are installed).
+int stop_request_count();
 // SIGUSR1 during `record`: write the current window (or the whole recording so far) now and
 // go on. Returns the number of requests so far (a sink compares it with what it saw).
 const std::atomic<int>& install_flush_handler();

@@ -12,14 +12,12 @@
 #include <thread>
 
 #include "spyglass/cli/push.hpp"
+#include "spyglass/cli/validate.hpp" // parse_span_ns, for --keep
 #include "spyglass/error.hpp"
 #include "spyglass/model/window.hpp"
 #include "spyglass/output/writer.hpp"
 
 namespace spyglass::cli {
-
-// "24h", "90m", "3600", "1h30m", "7d" -> nanoseconds; an error for anything else.
-Result<std::uint64_t> parse_span_ns(std::string_view text);
 
 // The pattern, formatted for a Unix time in ns (local time, as the default output name).
 std::string window_file_name(const std::string& pattern, std::uint64_t unix_ns);

@@ -102,9 +102,14 @@ struct RawReadStatus {
 class RawReader {
   public:
     // Reads and checks the file header and the recording's header: a file that is not a raw
-    // recording, or is of a newer version, is an error here.
-    static Result<std::unique_ptr<RawReader>> open(const std::string& path);
-    static Result<std::unique_ptr<RawReader>> from_memory(std::string_view bytes);
+    // recording, or is of a newer version, is an error here; so is a directory or a device.
+    // A regular file is read block by block; a pipe is read whole first (a replay reads it
+    // twice), up to `max_stream_bytes`.
+    static Result<std::unique_ptr<RawReader>> open(const std::string& path,
+                                                   std::uint64_t max_stream_bytes);
+    // `name` is what messages call it.
+    static Result<std::unique_ptr<RawReader>>
+    from_memory(std::string_view bytes, const std::string& name = "the raw recording");
     ~RawReader();
     RawReader(const RawReader&) = delete;
     RawReader& operator=(const RawReader&) = delete;
