@@ -112,19 +112,8 @@ std::string edited(const std::string& seed, std::span<const std::uint8_t> data) 
 }
 
 void fix_block_crcs(std::string& bytes, const std::vector<std::size_t>& blocks) {
-    for (std::size_t block : blocks) {
-        if (block + 16 > bytes.size()) return;
-        std::uint32_t size = 0;
-        for (int i = 0; i < 4; ++i)
-            size |= static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[block + 4 + i]))
-                    << (8 * i);
-        if (block + 16 + size > bytes.size()) return;
-        uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(bytes.data() + block), 12);
-        crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + block + 16), size);
-        for (int i = 0; i < 4; ++i)
-            bytes[block + 12 + static_cast<std::size_t>(i)] =
-                static_cast<char>((crc >> (8 * i)) & 0xff);
-    }
+    for (std::size_t block : blocks)
+        spyglass::rawtest::set_block_crc(bytes, block);
 }
 
 // spyglass report FILE [--from/--to] [--mode cpu] [--gil] [-F] [--nolineno] [-t] -f FORMAT.

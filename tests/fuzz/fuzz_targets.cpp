@@ -340,19 +340,6 @@ void raw_recording(std::span<const std::uint8_t> data) {
         spyglass::rawtest::raw_block_offsets(fixture.bytes);
     if (data.size() < 4 || blocks.size() < 5) return;
     std::string bytes;
-    auto set_crc = [&](std::size_t block) {
-        std::uint32_t size =
-            static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[block + 4])) |
-            static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[block + 5])) << 8 |
-            static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[block + 6])) << 16 |
-            static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[block + 7])) << 24;
-        if (block + 16 + size > bytes.size()) return;
-        uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(bytes.data() + block), 12);
-        crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + block + 16), size);
-        for (int i = 0; i < 4; ++i)
-            bytes[block + 12 + static_cast<std::size_t>(i)] =
-                static_cast<char>((crc >> (8 * i)) & 0xff);
-    };
     if (data[0] % 4 == 0) {
         // Header and info block of the fixture, then the input as one stored record block.
         bytes = fixture.bytes.substr(0, blocks[1]);
@@ -368,7 +355,7 @@ void raw_recording(std::span<const std::uint8_t> data) {
         bytes.append(4, '\0');
         if (process) bytes.push_back(0x09); // the process record's tag (raw_codec.hpp)
         bytes.append(reinterpret_cast<const char*>(data.data() + 1), data.size() - 1);
-        set_crc(at);
+        spyglass::rawtest::set_block_crc(bytes, at);
     } else {
         std::size_t first = blocks[blocks.size() - 4];
         std::size_t span = fixture.bytes.size() - first;
@@ -381,7 +368,7 @@ void raw_recording(std::span<const std::uint8_t> data) {
         }
         if (fix)
             for (std::size_t b = 1; b + 1 < blocks.size(); ++b)
-                if (blocks[b] + 16 <= bytes.size()) set_crc(blocks[b]);
+                spyglass::rawtest::set_block_crc(bytes, blocks[b]);
     }
     auto reader = spyglass::output::RawReader::from_memory(bytes);
     if (!reader) return;

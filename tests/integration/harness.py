@@ -175,6 +175,15 @@ def spyglass(*args, **kwargs):
                           **kwargs)
 
 
+def catches_signal(pid, signum):
+    """Whether process pid has a handler installed for signum (SigCgt in its status)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) & (1 << (signum - 1)))
+    return False
+
+
 def task_states(pid):
     """{tid: state letter} from /proc."""
     states = {}

@@ -41,11 +41,7 @@ def merged(paths, kind="samples"):
 
 
 def catches_sigusr1(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("SigCgt:"):
-                return bool(int(line.split()[1], 16) & (1 << (signal.SIGUSR1 - 1)))
-    return False
+    return harness.catches_signal(pid, signal.SIGUSR1)
 
 
 def wait_for(predicate, timeout, what):

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "spyglass/model/frame_table.hpp"
 #include "spyglass/model/sample.hpp"
@@ -234,6 +235,22 @@ inline std::vector<std::size_t> raw_block_offsets(const std::string& bytes) {
     }
     out.push_back(bytes.size());
     return out;
+}
+
+// Puts the checksum of the block at `block` right after its bytes were edited (a block whose
+// size runs past the end is left alone), so that the edit reaches the decoders behind the check.
+inline void set_block_crc(std::string& bytes, std::size_t block) {
+    if (block + 16 > bytes.size()) return;
+    std::uint32_t size = 0;
+    for (int i = 0; i < 4; ++i)
+        size |= static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[block + 4 + i]))
+                << (8 * i);
+    if (block + 16 + size > bytes.size()) return;
+    uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(bytes.data() + block), 12);
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + block + 16), size);
+    for (int i = 0; i < 4; ++i)
+        bytes[block + 12 + static_cast<std::size_t>(i)] =
+            static_cast<char>((crc >> (8 * i)) & 0xff);
 }
 
 } // namespace spyglass::rawtest
