@@ -18,9 +18,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 WORKLOADS = os.path.join(ROOT, "tests", "workloads")
 SPYGLASS = os.environ.get("SPYGLASS_BIN") or os.path.join(ROOT, "build", "spyglass")
 
-# label -> how to find it
-EXPECTED = ["2.7", "3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "debian-3.11"]
+# label -> how to find it: "X.Y" pyenv's, "debian-3.11" the system's /usr/bin/python3.11,
+# "debian-sid-X.Y" Debian unstable's python3.X (another patch release of 3.13, and 3.14, 3.15),
+# run inside the root scripts/debian-pythons makes (DEBIAN_SID below).
+EXPECTED = ["2.7", "3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "debian-3.11",
+            "debian-sid-3.13", "debian-sid-3.14", "debian-sid-3.15"]
 TIMEOUT = 120
+
+# Debian sid's interpreters run through scripts/debian-sid/python3.X: one process that enters a
+# mount namespace, binds this repository, /tmp, /dev and /proc at the same paths inside the root,
+# chroots and execs python, so the PID a test holds is Python's and the workloads' files and
+# lines are the same as on the host.
+DEBIAN_SID_ROOT = os.environ.get("SPYGLASS_DEBIAN_ROOT", "/var/cache/spyglass/debian-sid")
+DEBIAN_SID = os.path.join(ROOT, "scripts", "debian-sid")
 
 
 def pyenv_root():
@@ -36,6 +46,17 @@ def pyenv_root():
 
 def find_interpreter(label):
     """(path, None) or (None, reason)."""
+    if label.startswith("debian-sid-"):
+        name = "python" + label[len("debian-sid-"):]
+        if not os.path.exists(os.path.join(DEBIAN_SID_ROOT, ".spyglass-debian-pythons")):
+            return None, "the Debian sid root %s is not made (scripts/debian-pythons says why)" % (
+                DEBIAN_SID_ROOT)
+        if not os.path.exists(os.path.join(DEBIAN_SID_ROOT, "usr", "bin", name)):
+            return None, "%s is not installed in %s" % (name, DEBIAN_SID_ROOT)
+        if os.geteuid() != 0:
+            return None, "running %s inside %s needs root (a mount namespace)" % (
+                name, DEBIAN_SID_ROOT)
+        return os.path.join(DEBIAN_SID, name), None
     if label.startswith("debian-"):
         path = "/usr/bin/python" + label.split("-", 1)[1]
         if os.path.exists(path):
