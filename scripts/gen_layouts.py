@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Generate src/python/layout_tables.inc from the headers of every installed CPython.
 
-For each interpreter under $(pyenv root)/versions (or the include directories given with
---include), compile scripts/layout_probe.c against its headers with -DPy_BUILD_CORE, run it, and
-emit one constexpr LayoutOffsets per minor version. A few facts that are not in the installed
+For each interpreter under $(pyenv root)/versions and in the Debian sid root that
+scripts/debian-pythons makes (or the include directories given with --include), compile scripts/layout_probe.c against its headers with -DPy_BUILD_CORE, run it, and
+emit one constexpr LayoutOffsets per minor version (from the first include directory of that minor:
+pyenv's before Debian's). A few facts that are not in the installed
 headers (the 3.6-3.10 dict keys object is private to Objects/) are added from EXTRA below.
 
   gen_layouts.py                 rewrite src/python/layout_tables.inc
   gen_layouts.py --check         regenerate the versions whose headers exist here and compare
-                                 them with the committed file (exit 1 on a difference)
+                                 them with the committed file (exit 1 on a difference); headers
+                                 of another patch release of a minor may differ in the struct
+                                 sizes only (patch releases grow structs, offsets stay)
 """
 import argparse
 import glob
@@ -35,7 +38,10 @@ EXTRA = {
     (3, 11): dict(module_dict=16),
     (3, 12): dict(module_dict=16),
     (3, 13): dict(module_dict=16),
+    (3, 14): dict(module_dict=16),
+    (3, 15): dict(module_dict=16),
 }
+DEBIAN_ROOT = os.environ.get("SPYGLASS_DEBIAN_ROOT", "/var/cache/spyglass/debian-sid")
 
 
 def field_names():
@@ -57,19 +63,27 @@ def installed_include_dirs():
         for inc in glob.glob(os.path.join(version_dir, "include", "python[23]*")):
             if os.path.exists(os.path.join(inc, "Python.h")):
                 dirs.append(inc)
+    # Debian's release builds (not python3.Xd: a debug build differs in struct sizes only).
+    if os.path.exists(os.path.join(DEBIAN_ROOT, ".spyglass-debian-pythons")):
+        for inc in sorted(glob.glob(os.path.join(DEBIAN_ROOT, "usr", "include", "python3.*"))):
+            if re.search(r"python3\.\d+$", inc) and os.path.exists(os.path.join(inc, "Python.h")):
+                dirs.append(inc)
     return dirs
 
 
 def probe(include_dir):
     with tempfile.TemporaryDirectory() as tmp:
         exe = os.path.join(tmp, "probe")
-        subprocess.run(["gcc", "-w", "-I" + include_dir, "-o", exe, PROBE], check=True)
+        # -idirafter: Debian's pyconfig.h includes <x86_64-linux-gnu/python3.X/pyconfig.h>.
+        subprocess.run(["gcc", "-w", "-I" + include_dir, "-idirafter",
+                        os.path.dirname(include_dir), "-o", exe, PROBE], check=True)
         out = subprocess.run([exe], capture_output=True, text=True, check=True).stdout
     values = {}
     for line in out.splitlines():
         name, value = line.split()
         values[name] = int(value)
-    patch = subprocess.run(["gcc", "-E", "-dM", "-I" + include_dir, "-x", "c", "-"],
+    patch = subprocess.run(["gcc", "-E", "-dM", "-I" + include_dir, "-idirafter",
+                            os.path.dirname(include_dir), "-x", "c", "-"],
                            input="#include <patchlevel.h>\n", capture_output=True, text=True,
                            check=True).stdout
     version = re.search(r'#define PY_VERSION "([^"]+)"', patch).group(1)
@@ -94,6 +108,12 @@ def block_for(key, version, values, names):
     return "\n".join(lines)
 
 
+def without_sizes(block):
+    """The block without its header line and struct sizes: what another patch release keeps."""
+    return [line for line in block.strip("\n").splitlines()[1:]
+            if not re.match(r"\s*o\.\w+_size = ", line)]
+
+
 def split_blocks(text):
     blocks = {}
     for match in re.finditer(r"// --- (\d+)\.(\d+) .*?\n\}\(\);\n", text, re.S):
@@ -108,10 +128,15 @@ def main():
     parser.add_argument("--output", default=OUTPUT)
     args = parser.parse_args()
     names = field_names()
-    generated = {}
+    generated = {}  # the first include directory of each minor
+    others = []  # (key, version, block) of further patch releases of a minor
     for inc in args.include or installed_include_dirs():
         key, version, values = probe(inc)
-        generated[key] = block_for(key, version, values, names) + "\n"
+        block = block_for(key, version, values, names) + "\n"
+        if key in generated:
+            others.append((key, version, block))
+        else:
+            generated[key] = block
 
     if args.check:
         committed = split_blocks(open(args.output).read())
@@ -127,6 +152,12 @@ def main():
                 status = 1
             else:
                 print("%d.%d: matches the headers" % key)
+        for key, version, block in others:
+            if key in committed and without_sizes(committed[key]) != without_sizes(block):
+                print("%d.%d: the %s headers differ in more than struct sizes" % (key + (version,)))
+                status = 1
+            elif key in committed:
+                print("%d.%d: %s matches the table but for struct sizes" % (key + (version,)))
         return status
 
     if not generated:

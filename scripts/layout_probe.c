@@ -90,8 +90,14 @@ int main(void) {
     O(cframe_previous, _PyCFrame, previous);
 #else
     O(tstate_current_frame, PyThreadState, current_frame);
-    O(tstate_status, PyThreadState, _status);
     O(tstate_state, PyThreadState, state);
+#if PY_VERSION_HEX >= 0x030E0000
+    /* 3.14 moved holds_gil out of _status into an int of its own: read as a status word whose
+       bit 0 it is. */
+    O(tstate_status, PyThreadState, holds_gil);
+    P(tstate_holds_gil_bit, 0);
+#else
+    O(tstate_status, PyThreadState, _status);
     {
         PyThreadState a, b;
         memset(&a, 0, sizeof a);
@@ -101,6 +107,7 @@ int main(void) {
           changed_bit((char *)&a + offsetof(PyThreadState, _status),
                       (char *)&b + offsetof(PyThreadState, _status), sizeof a._status));
     }
+#endif
 #endif
     O(tstate_thread_id, PyThreadState, thread_id);
 #if PY_VERSION_HEX >= 0x030B0000
@@ -132,7 +139,12 @@ int main(void) {
     P(owner_thread, FRAME_OWNED_BY_THREAD);
     P(owner_generator, FRAME_OWNED_BY_GENERATOR);
     P(owner_frame_object, FRAME_OWNED_BY_FRAME_OBJECT);
-#if PY_VERSION_HEX >= 0x030C0000
+#if PY_VERSION_HEX >= 0x030E0000
+    /* The first owner that is not a Python function's frame: 3.14 added the interpreter's own
+       entry frames below the C-stack shims (and 3.15 dropped the shims); CPython skips
+       owner >= FRAME_OWNED_BY_INTERPRETER. */
+    P(owner_cstack, FRAME_OWNED_BY_INTERPRETER);
+#elif PY_VERSION_HEX >= 0x030C0000
     P(owner_cstack, FRAME_OWNED_BY_CSTACK);
 #endif
     O(chunk_previous, _PyStackChunk, previous);

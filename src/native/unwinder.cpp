@@ -34,8 +34,10 @@ void note_open_failure(int err) noexcept {
 }
 
 // The target's files as it sees them: through /proc/PID/root, which is "/" for a process of our
-// mount namespace and the container's root for one in its own. Deleted files and the vDSO are
-// left to elfutils (it reads them from the process's memory).
+// mount namespace and the container's root for one in its own. A chrooted process's maps name
+// its files as we see them (the chroot is a directory of our tree), so a name not found under
+// its root is left to elfutils, like deleted files and the vDSO (it opens the name, or reads
+// the module from the process's memory).
 int find_elf(Dwfl_Module* module, void** userdata, const char* name, Dwarf_Addr base,
              char** file_name, Elf** elf) {
     const auto* root = static_cast<const std::string*>(*userdata);
@@ -53,7 +55,6 @@ int find_elf(Dwfl_Module* module, void** userdata, const char* name, Dwarf_Addr 
             }
         }
         if (fd >= 0) ::close(fd);
-        return -1;
     }
     errno = 0;
     int fd = dwfl_linux_proc_find_elf(module, userdata, name, base, file_name, elf);

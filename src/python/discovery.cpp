@@ -245,6 +245,8 @@ Result<TargetInfo> describe_target(pid_t pid, process::RemoteMemory& memory, Bin
             return fail(Errc::not_found, "cannot read _PyRuntime of process {}", pid);
         std::optional<std::uint64_t> section_size;
         if (auto section = binary.section(".PyRuntime")) section_size = section->second;
+        if (is_free_threaded(bytes))
+            return fail(Errc::unsupported, "{}", free_threaded_message(found->version));
         auto from_debug = layout_from_debug_offsets(bytes, section_size);
         if (!from_debug) {
             if (table == nullptr) return std::unexpected(from_debug.error());

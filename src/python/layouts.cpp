@@ -28,6 +28,7 @@ constexpr Layout make(int major, int minor, const LayoutOffsets& offsets) {
         layout.frame_model = FrameModel::interpreter_frames;
         layout.line_table = LineTableFormat::location_table;
         layout.gil_model = minor >= 12 ? GilModel::interpreter_gil : GilModel::runtime_gil;
+        if (minor >= 14) layout.code_tag_mask = 7; // f_executable is a tagged _PyStackRef
     }
     return layout;
 }
@@ -36,6 +37,7 @@ constexpr Layout kLayouts[] = {
     make(2, 7, kOffsets_2_7),   make(3, 6, kOffsets_3_6),   make(3, 7, kOffsets_3_7),
     make(3, 8, kOffsets_3_8),   make(3, 9, kOffsets_3_9),   make(3, 10, kOffsets_3_10),
     make(3, 11, kOffsets_3_11), make(3, 12, kOffsets_3_12), make(3, 13, kOffsets_3_13),
+    make(3, 14, kOffsets_3_14), make(3, 15, kOffsets_3_15),
 };
 
 constexpr auto kLayoutPointers = [] {

@@ -18,9 +18,42 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 WORKLOADS = os.path.join(ROOT, "tests", "workloads")
 SPYGLASS = os.environ.get("SPYGLASS_BIN") or os.path.join(ROOT, "build", "spyglass")
 
-# label -> how to find it
-EXPECTED = ["2.7", "3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "debian-3.11"]
+# label -> how to find it: "X.Y" pyenv's, "debian-3.11" the system's /usr/bin/python3.11,
+# "debian-sid-X.Y" Debian unstable's python3.X (another patch release of 3.13, and 3.14, 3.15),
+# run inside the root scripts/debian-pythons makes (DEBIAN_SID below).
+EXPECTED = ["2.7", "3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "debian-3.11",
+            "debian-sid-3.13", "debian-sid-3.14", "debian-sid-3.15"]
+# Debian sid's -dbg builds (python3.Xd: Py_DEBUG, struct sizes differ from the release builds):
+# test_dump runs on them, the other modules do not (CI time).
+DEBUG_BUILDS = ["debian-sid-3.13d", "debian-sid-3.14d", "debian-sid-3.15d"]
 TIMEOUT = 120
+
+# Debian sid's interpreters run through scripts/debian-sid/python3.X: one process that enters a
+# mount namespace, binds this repository, /tmp, /dev and /proc at the same paths inside the root,
+# chroots and execs python, so the PID a test holds is Python's and the workloads' files and
+# lines are the same as on the host.
+DEBIAN_SID_ROOT = os.environ.get("SPYGLASS_DEBIAN_ROOT", "/var/cache/spyglass/debian-sid")
+DEBIAN_SID = os.path.join(ROOT, "scripts", "debian-sid")
+
+
+# Labels where `--native` cannot merge the Python and native stacks yet, with why: the tests that
+# need a merged stack skip there (issue 24, item 4, is another branch's). Debian sid's builds
+# (GCC 16) run the eval loop in a part of _PyEval_EvalFrameDefault outside its symbol, which the
+# stripped executable does not name, so no native frame is known to be the eval loop.
+NATIVE_MERGE_PENDING = dict.fromkeys(
+    ["debian-sid-3.13", "debian-sid-3.14", "debian-sid-3.15"],
+    "the eval loop of Debian sid's stripped builds lies outside the _PyEval_EvalFrameDefault "
+    "symbol, so --native cannot merge yet (issue 24, item 4)")
+
+
+def needs_native_merge(test):
+    """Skips an InterpreterCase test on the labels of NATIVE_MERGE_PENDING, with the reason."""
+    def run(self, *args, **kwargs):
+        if self.label in NATIVE_MERGE_PENDING:
+            self.skipTest(NATIVE_MERGE_PENDING[self.label])
+        return test(self, *args, **kwargs)
+    run.__name__, run.__doc__ = test.__name__, test.__doc__
+    return run
 
 
 def pyenv_root():
@@ -36,6 +69,17 @@ def pyenv_root():
 
 def find_interpreter(label):
     """(path, None) or (None, reason)."""
+    if label.startswith("debian-sid-"):
+        name = "python" + label[len("debian-sid-"):]
+        if not os.path.exists(os.path.join(DEBIAN_SID_ROOT, ".spyglass-debian-pythons")):
+            return None, "the Debian sid root %s is not made (scripts/debian-pythons says why)" % (
+                DEBIAN_SID_ROOT)
+        if not os.path.exists(os.path.join(DEBIAN_SID_ROOT, "usr", "bin", name)):
+            return None, "%s is not installed in %s" % (name, DEBIAN_SID_ROOT)
+        if os.geteuid() != 0:
+            return None, "running %s inside %s needs root (a mount namespace)" % (
+                name, DEBIAN_SID_ROOT)
+        return os.path.join(DEBIAN_SID, name), None
     if label.startswith("debian-"):
         path = "/usr/bin/python" + label.split("-", 1)[1]
         if os.path.exists(path):
@@ -57,10 +101,10 @@ def selected_versions():
     if not wanted:
         return None
     labels = [w.strip() for w in wanted.split(",") if w.strip()]
-    unknown = [w for w in labels if w not in EXPECTED]
+    unknown = [w for w in labels if w not in EXPECTED + DEBUG_BUILDS]
     if unknown:
         raise ValueError("SPYGLASS_TEST_VERSIONS names unknown versions %s (known: %s)"
-                         % (", ".join(unknown), ", ".join(EXPECTED)))
+                         % (", ".join(unknown), ", ".join(EXPECTED + DEBUG_BUILDS)))
     return labels
 
 
@@ -78,9 +122,20 @@ def interpreter_tests(base, module_globals, labels=None):
         module_globals[name] = type(name, (base, unittest.TestCase), attrs)
 
 
+def host_path(python, path):
+    """`path` as named by `python` (inside the Debian sid root for its interpreters), as seen
+    from here."""
+    if os.path.dirname(python) == DEBIAN_SID:
+        return DEBIAN_SID_ROOT + path
+    return path
+
+
 def any_interpreter():
-    """An installed interpreter, the newest first, for tests that need one, not each."""
-    for label in reversed(EXPECTED):
+    """An installed interpreter, the newest first (those of the host before Debian sid's), for
+    tests that need one, not each."""
+    host = [label for label in EXPECTED if not label.startswith("debian-sid-")]
+    sid = [label for label in EXPECTED if label.startswith("debian-sid-")]
+    for label in host[::-1] + sid[::-1]:
         path, _ = find_interpreter(label)
         if path:
             return path

@@ -176,7 +176,7 @@ class DumpTests(harness.InterpreterCase):
             self.assertEqual(states[target.report["threads"]["worker"]["tid"]], "R")
 
 
-harness.interpreter_tests(DumpTests, globals())
+harness.interpreter_tests(DumpTests, globals(), labels=harness.EXPECTED + harness.DEBUG_BUILDS)
 
 if __name__ == "__main__":
     unittest.main()

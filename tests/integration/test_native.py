@@ -144,11 +144,13 @@ def build_extension(python, directory):
     if out.returncode != 0:
         return "cannot ask %s for its headers: %s" % (python, out.stderr.strip())
     include, suffix = out.stdout.split()
+    include = harness.host_path(python, include)
     if not os.path.exists(os.path.join(include, "Python.h")):
         return "no Python.h in %s for %s" % (include, python)
     source = os.path.join(harness.WORKLOADS, "c_extension", "spyglass_cext.c")
+    # -idirafter: Debian's pyconfig.h includes <x86_64-linux-gnu/python3.X/pyconfig.h>.
     built = subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-g", "-fno-inline",
-                            "-I" + include, source, "-o",
+                            "-I" + include, "-idirafter", os.path.dirname(include), source, "-o",
                             os.path.join(directory, "spyglass_cext" + suffix)],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, encoding="utf-8",
                            timeout=harness.TIMEOUT)
@@ -195,6 +197,7 @@ class NativeCase(harness.InterpreterCase):
 
 
 class NativeBase(NativeCase):
+    @harness.needs_native_merge
     def test_callback_order_and_blocked_threads(self):
         with harness.Target(self.python, "native_target.py") as target:
             tids, lines = target.report, target.report["lines"]
@@ -247,6 +250,7 @@ class NativeBase(NativeCase):
         self.assertGreater(captures.get(tids["main"], (0, 0))[1], 0, stderr)
         self.assertEqual(native_log(stderr)["fallback_threads"], 0, stderr)
 
+    @harness.needs_native_merge
     def test_native_all_keeps_the_eval_loop(self):
         with harness.Target(self.python, "native_target.py") as target:
             out, _ = self.record(target, "--native-all")
@@ -254,6 +258,7 @@ class NativeBase(NativeCase):
         evals = [f for frames, _ in main for f in frames if EVAL.match(f[0])]
         self.assertTrue(evals, [";".join(f[0] for f in fr) for fr, _ in main[:3]])
 
+    @harness.needs_native_merge
     def test_nonblocking_stops_nothing(self):
         with harness.Target(self.python, "native_target.py") as target:
             out, stderr = self.record(target, "--native", "--nonblocking")
@@ -266,6 +271,7 @@ class NativeBase(NativeCase):
         main = thread_stacks(out, tids["main"])
         self.assertTrue(any(f[0] == "sort_forever" for frames, _ in main for f in frames))
 
+    @harness.needs_native_merge
     def test_c_extension(self):
         why_not = build_extension(self.python, self.tmp)
         if why_not:
@@ -313,6 +319,7 @@ class NativeBase(NativeCase):
             ordered += count
         self.assertGreater(ordered, 0, read_text(out))
 
+    @harness.needs_native_merge
     def test_dump_native(self):
         with harness.Target(self.python, "native_target.py") as target:
             tids, lines = target.report, target.report["lines"]
@@ -387,6 +394,7 @@ class NativeBase(NativeCase):
         self.assertTrue(all(f.get("native") for f in frames[compare + 1:top]), names)
         self.assertFalse(frames[compare].get("native") or frames[top].get("native"), names)
 
+    @harness.needs_native_merge
     def test_target_killed_mid_recording(self):
         out = os.path.join(self.tmp, "killed.txt")
         with harness.Target(self.python, "native_target.py") as target:

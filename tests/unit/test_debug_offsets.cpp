@@ -1,11 +1,13 @@
-// _Py_DebugOffsets: real bytes from a live 3.13.0 process (tests/unit/data), and synthetic
-// ones for a version newer than the compiled-in tables.
+// _Py_DebugOffsets: real bytes from live 3.13.0, 3.13.18, 3.14.10 and 3.15.2 processes
+// (tests/unit/data), and made-up ones for a version newer than every descriptor.
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
+#include "spyglass/process/fake_memory.hpp"
 #include "spyglass/python/debug_offsets.hpp"
 
 namespace {
@@ -77,39 +79,125 @@ TEST(DebugOffsets, RejectsWhatIsNotConsistent) {
     EXPECT_FALSE(layout_from_debug_offsets(no_cookie, std::nullopt));
 }
 
-// A 3.15 laid out like 3.14's header (positions derived from CPython's sources): read from the
-// debug offsets alone, and said so.
-TEST(DebugOffsets, ANewerMinorIsReadFromTheDebugOffsetsAlone) {
-    auto live = live_313();
-    std::vector<std::uint8_t> bytes(1024, 0);
-    std::memcpy(bytes.data(), "xdebugpy", 8);
-    put(bytes, 8, 0x030f00a1);
-    // {position in 3.13, position in 3.14} for every field the descriptors carry.
-    const std::pair<int, int> moves[] = {
-        {24, 24},   {40, 40},   {48, 48},   {56, 56},   {64, 64},   {72, 72},   {88, 96},
-        {112, 120}, {120, 128}, {136, 144}, {144, 152}, {152, 176}, {168, 192}, {176, 200},
-        {184, 208}, {192, 216}, {200, 224}, {208, 232}, {224, 248}, {232, 256}, {240, 264},
-        {248, 272}, {256, 280}, {264, 288}, {272, 312}, {280, 320}, {288, 328}, {296, 336},
-        {304, 344}, {312, 352}, {320, 360}, {328, 368}, {336, 376}, {344, 384}, {352, 400},
-        {360, 408}, {368, 416}, {376, 424}, {392, 440}, {400, 448}, {408, 456}, {416, 464},
-        {424, 472}, {432, 480}, {448, 528}, {456, 536}, {464, 544}, {472, 552}, {480, 560},
-        {488, 568}, {496, 576}, {504, 584}, {512, 592}, {528, 608}, {536, 616}, {544, 624},
-        {552, 632}, {560, 640}};
-    for (auto [from, to] : moves)
-        put(bytes, static_cast<std::size_t>(to), get(live, static_cast<std::size_t>(from)));
-    auto result = layout_from_debug_offsets(bytes, std::nullopt);
+std::vector<std::uint8_t> live(const std::string& version) {
+    std::ifstream in(std::string(SPYGLASS_SOURCE_DIR) + "/tests/unit/data/debug_offsets_" +
+                         version + ".bin",
+                     std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The .PyRuntime section sizes of the processes the bytes were read from (Debian sid's builds).
+constexpr std::uint64_t kRuntime31318 = 283408, kRuntime31410 = 316616, kRuntime3152 = 346568;
+
+// The bytes as discovery reads them: from the target's memory at _PyRuntime.
+std::vector<std::uint8_t> through_memory(const std::vector<std::uint8_t>& bytes) {
+    constexpr spyglass::process::Address kRuntime = 0x7f00'0000'1000;
+    spyglass::process::FakeMemory memory;
+    memory.map(kRuntime, bytes.size());
+    memory.write(kRuntime, bytes.data(), bytes.size());
+    std::vector<std::uint8_t> read(spyglass::python::kDebugOffsetsReadSize);
+    EXPECT_TRUE(memory.read(kRuntime, read.data(), read.size()));
+    return read;
+}
+
+void expect_table_values(const spyglass::python::Layout& read, int minor) {
+    const LayoutOffsets& table = layout_for(3, minor)->off;
+    for (const auto& field : spyglass::python::layout_fields()) {
+        if (table.*field.member != kAbsent && !field.name.ends_with("_size")) {
+            EXPECT_EQ(read.off.*field.member, table.*field.member) << field.name;
+        }
+    }
+}
+
+// A later patch release grows structs (3.13.18's thread state is 8 bytes longer than 3.13.0's)
+// and keeps every offset: read without a note.
+TEST(DebugOffsets, APatchReleaseWithLargerStructsIsReadWithoutNotes) {
+    auto result = layout_from_debug_offsets(through_memory(live("3.13.18")), kRuntime31318);
     ASSERT_TRUE(result) << result.error().message;
-    EXPECT_EQ(result->version.minor, 15);
+    EXPECT_EQ(result->version, (spyglass::python::PythonVersion{3, 13, 18}));
+    EXPECT_TRUE(result->notes.empty()) << result->notes.front();
+    expect_table_values(result->layout, 13);
+    EXPECT_EQ(result->layout.off.tstate_size, 312u); // the target's, not the table's 304
+}
+
+TEST(DebugOffsets, Live314And315AreReadByTheirOwnDescriptors) {
+    for (auto [version, size, minor] :
+         {std::tuple{"3.14.10", kRuntime31410, 14}, std::tuple{"3.15.2", kRuntime3152, 15}}) {
+        auto result = layout_from_debug_offsets(through_memory(live(version)), size);
+        ASSERT_TRUE(result) << version << ": " << result.error().message;
+        EXPECT_EQ(result->version.minor, minor);
+        EXPECT_FALSE(result->layout.from_debug_offsets);
+        EXPECT_TRUE(result->notes.empty()) << result->notes.front();
+        expect_table_values(result->layout, minor);
+    }
+    // What 3.14's rules would have read from 3.15's struct is not 3.15's thread id offset.
+    auto bytes = live("3.15.2");
+    EXPECT_NE(get(bytes, 216), layout_for(3, 15)->off.tstate_thread_id);
+}
+
+std::vector<std::uint8_t> as_316(std::vector<std::uint8_t> bytes) {
+    put(bytes, 8, 0x031000a1); // 3.16.0a1
+    return bytes;
+}
+
+// A minor newer than every descriptor whose struct is 3.15's shape where spyglass reads it.
+TEST(DebugOffsets, ANewerMinorShapedLike315IsReadWithANote) {
+    auto result = layout_from_debug_offsets(through_memory(as_316(live("3.15.2"))), kRuntime3152);
+    ASSERT_TRUE(result) << result.error().message;
+    EXPECT_EQ(result->version.minor, 16);
     EXPECT_TRUE(result->layout.from_debug_offsets);
-    EXPECT_EQ(result->layout.version.minor, 15);
+    EXPECT_EQ(result->layout.version.minor, 16);
     EXPECT_EQ(result->layout.code_tag_mask, 7u);
-    ASSERT_FALSE(result->notes.empty());
-    EXPECT_NE(result->notes[0].find("newer than spyglass's layout tables"), std::string::npos);
-    // What the debug offsets say is what the layout uses.
-    const LayoutOffsets& table = layout_for(3, 13)->off;
-    EXPECT_EQ(result->layout.off.tstate_current_frame, table.tstate_current_frame);
-    EXPECT_EQ(result->layout.off.code_code_adaptive, table.code_code_adaptive);
-    EXPECT_EQ(result->layout.off.tstate_holds_gil_bit, kAbsent);
+    ASSERT_EQ(result->notes.size(), 1u);
+    EXPECT_NE(result->notes[0].find("laid out as 3.15's"), std::string::npos) << result->notes[0];
+    expect_table_values(result->layout, 15);
+}
+
+// A made-up 3.16 that added a field to its thread-state offsets: everything after moved, and
+// reading it by 3.15's rules would take last_profiled_frame for the thread id. Refused, in one
+// line that names the version and what to do.
+TEST(DebugOffsets, ANewerMinorThatMovedItsFieldsIsRefusedInOneLine) {
+    auto shaped = as_316(live("3.15.2"));
+    std::vector<std::uint8_t> bytes(shaped.begin(), shaped.begin() + 216);
+    bytes.resize(224, 0); // the new field, after thread_state.current_frame
+    bytes.insert(bytes.end(), shaped.begin() + 216, shaped.end() - 8);
+    ASSERT_EQ(bytes.size(), 1024u);
+    auto result = layout_from_debug_offsets(through_memory(bytes), kRuntime3152);
+    ASSERT_FALSE(result);
+    EXPECT_EQ(result.error().code, Errc::unsupported);
+    const std::string& message = result.error().message;
+    EXPECT_EQ(message.find('\n'), std::string::npos);
+    EXPECT_NE(message.find("Python 3.16.0"), std::string::npos) << message;
+    EXPECT_NE(message.find("not laid out as 3.15's"), std::string::npos) << message;
+    EXPECT_NE(message.find("upgrade spyglass"), std::string::npos) << message;
+}
+
+TEST(DebugOffsets, ANewerMinorIsRefusedWhenItsRuntimeSizeCannotBeChecked) {
+    auto bytes = through_memory(as_316(live("3.15.2")));
+    auto no_section = layout_from_debug_offsets(bytes, std::nullopt);
+    ASSERT_FALSE(no_section);
+    EXPECT_NE(no_section.error().message.find(".PyRuntime"), std::string::npos);
+    auto other_size = layout_from_debug_offsets(bytes, kRuntime3152 + 8);
+    ASSERT_FALSE(other_size);
+    EXPECT_NE(other_size.error().message.find("not laid out as 3.15's"), std::string::npos);
+}
+
+// The free_threaded word of 3.13t/3.14t/3.15t (no such build can be had here: set in the live
+// bytes of the GIL builds). Refused with a message naming the build, also where a table exists.
+TEST(DebugOffsets, AFreeThreadedBuildIsRefused) {
+    for (auto [version, size, name] : {std::tuple{"3.13.18", kRuntime31318, "python3.13t"},
+                                       std::tuple{"3.14.10", kRuntime31410, "python3.14t"},
+                                       std::tuple{"3.15.2", kRuntime3152, "python3.15t"}}) {
+        auto bytes = live(version);
+        EXPECT_FALSE(spyglass::python::is_free_threaded(bytes)) << version;
+        put(bytes, 16, 1);
+        EXPECT_TRUE(spyglass::python::is_free_threaded(through_memory(bytes))) << version;
+        auto result = layout_from_debug_offsets(through_memory(bytes), size);
+        ASSERT_FALSE(result) << version;
+        EXPECT_EQ(result.error().code, Errc::unsupported);
+        EXPECT_NE(result.error().message.find("free-threaded"), std::string::npos);
+        EXPECT_NE(result.error().message.find(name), std::string::npos) << result.error().message;
+    }
 }
 
 } // namespace

@@ -46,10 +46,18 @@ struct DebugOffsetsLayout {
 // True if the bytes start with the "xdebugpy" cookie.
 bool has_debug_cookie(std::span<const std::uint8_t> runtime_bytes) noexcept;
 
+// True if the debug offsets say the interpreter is a free-threaded build (3.13t, 3.14t): no
+// compiled-in table describes one, so it is refused even where a table of its minor exists.
+bool is_free_threaded(std::span<const std::uint8_t> runtime_bytes) noexcept;
+// The one line that refuses a free-threaded build.
+std::string free_threaded_message(const PythonVersion& version);
+
 // Builds the layout for the interpreter whose _PyRuntime starts with `runtime_bytes`. For a
 // version with a compiled-in table the table is cross-checked (differences are noted and the
-// interpreter's own values win); for a newer minor the newest known descriptor is tried and the
-// result accepted only if every offset is consistent with the struct sizes.
+// interpreter's own values win). The struct is read by the descriptor of its own minor (3.13,
+// 3.14, 3.15); a newer minor by the newest descriptor only when its shape is proven to be that
+// one's (the .PyRuntime section's size and the object structs' fixed values in place), else it
+// is refused naming the version. Every offset must lie within its struct's size.
 // `runtime_section_size` is the size of the .PyRuntime ELF section when there is one. A result
 // that fails check_reader_bounds is refused.
 Result<DebugOffsetsLayout>
