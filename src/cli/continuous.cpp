@@ -45,7 +45,7 @@ model::DisplayOptions record_display(const RecordOptions& options) {
 class RecordExtras::FlushWhole final : public model::SampleSink {
   public:
     FlushWhole(RecordExtras& extras, model::Aggregator& whole, const std::atomic<int>& requests)
-        : extras_(extras), whole_(whole), requests_(requests), seen_(requests.load()) {}
+        : extras_(extras), whole_(whole), requests_(requests) {}
     void start(const model::RecordingInfo& info) override { whole_.start(info); }
     void process(const model::ProcessInfo& info) override { whole_.process(info); }
     void thread(std::uint32_t index, const model::ThreadInfo& info) override {
@@ -70,7 +70,9 @@ class RecordExtras::FlushWhole final : public model::SampleSink {
     RecordExtras& extras_;
     model::Aggregator& whole_;
     const std::atomic<int>& requests_;
-    int seen_;
+    // Requests are counted from the handler's installation, before the attach: one that came
+    // while spyglass attached is answered at the first sample, not lost.
+    int seen_ = 0;
     std::uint64_t last_ns_ = 0;
 };
 

@@ -139,7 +139,13 @@ class CorruptTarget(harness.InterpreterCase):
             warning = re.search(r"warning: (\d+) samples have a frame whose code object could "
                                 r"not be read", stderr)
             self.assertTrue(warning, stderr)
-            self.assertEqual(int(warning.group(1)), samples, stderr)
+            # The folded count is in periods: a sample after a late tick stands for more than
+            # one (a loaded machine, the ASan build). Then each sample is at most its count.
+            late = re.search(r"(\d+) late ticks?", stderr)
+            if late and int(late.group(1)) > 0:
+                self.assertTrue(0 < int(warning.group(1)) <= samples, stderr)
+            else:
+                self.assertEqual(int(warning.group(1)), samples, stderr)
             errors = re.search(r"(\d+) sampling errors?", stderr)
             self.assertGreaterEqual(int(errors.group(1)), samples, stderr)
 
