@@ -360,6 +360,9 @@ void ThreadTracer::resume(pid_t tid) noexcept {
     if (::ptrace(static_cast<__ptrace_request>(request), tid, nullptr, nullptr) != 0 &&
         errno == ESRCH && !tracee.group_stopped)
         tracees_.erase(it);
+    // Timed before the priority goes back: the thread runs on by then, and dropping out of the
+    // real-time class may hand our core to another thread at once.
+    last_pause_ns_ = monotonic_ns() - stop_began_ns_;
     restore_priority();
 }
 

@@ -183,7 +183,7 @@ CaptureOutcome capture_native(python::PythonProcess& process, StackCapturer& cap
     else if (status.error().code != Errc::process_gone)
         outcome = CaptureOutcome::torn;
     tracer.resume(record.tid);
-    pauses.durations.record(monotonic_ns() - tracer.stop_began_ns());
+    pauses.durations.record(tracer.last_pause_ns());
     if (status) outcome = capturer.finish_stopped();
     ++pauses.pauses;
     ++stats.stopped;

@@ -3,8 +3,6 @@
 #include <bit>
 #include <ctime>
 
-#include "spyglass/clock.hpp"
-
 namespace spyglass::sampling {
 
 void LatencyHistogram::record(std::uint64_t ns) noexcept {
@@ -128,7 +126,7 @@ CaptureOutcome capture_stack(python::PythonProcess& process, StackCapturer& capt
         if (check_stopped && (pauses == 1 || !raced(outcome))) done(outcome);
         tracer.resume(record.tid);
         ++stats.pauses;
-        stats.durations.record(monotonic_ns() - tracer.stop_began_ns());
+        stats.durations.record(tracer.last_pause_ns());
         paused = true;
         if (status && !check_stopped) outcome = capturer.finish_stopped();
         bool last = pauses == 1 || !raced(outcome);

@@ -62,11 +62,11 @@ class ThreadTracer {
     // Stops `tid` and waits until it has stopped: it executes nothing until resume(tid).
     std::expected<void, PauseFailure> pause(pid_t tid, PauseHow how) noexcept;
     std::expected<void, PauseFailure> pause(pid_t tid) noexcept { return pause(tid, PauseHow{}); }
-    // When the last pause() stopped its thread (CLOCK_MONOTONIC): its PTRACE_INTERRUPT, after
-    // any wait for the thread to get a CPU, or, for a thread that got one only after the
-    // interrupt (the scheduler's events say when), that moment. A pause lasts from then until
-    // resume(): the time the thread was held off a CPU it had.
-    [[nodiscard]] std::uint64_t stop_began_ns() const noexcept { return stop_began_ns_; }
+    // How long the last pause held its thread, from its PTRACE_INTERRUPT (after any wait for
+    // the thread to get a CPU, or, for a thread that got one only after the interrupt, from that
+    // moment, which the scheduler's events tell) to its PTRACE_CONT in resume(): the time the
+    // thread was held off a CPU it had.
+    [[nodiscard]] std::uint64_t last_pause_ns() const noexcept { return last_pause_ns_; }
     // Lets a thread paused by pause() run again (or stay in the group stop it is in).
     void resume(pid_t tid) noexcept;
     // The registers of a thread paused by pause() (PTRACE_GETREGSET); false if they could not
@@ -131,6 +131,7 @@ class ThreadTracer {
     std::uint64_t core_wait_ns_ = 0;
     CoreWaits core_waits_;
     std::uint64_t stop_began_ns_ = 0;
+    std::uint64_t last_pause_ns_ = 0;
     PausePriority priority_ = PausePriority::untried;
     bool raised_ = false;
     int normal_policy_ = SCHED_OTHER;
