@@ -116,6 +116,103 @@ def bench_native(args):
             med["unstopped"], med["sampling_ms"], med["resolver_ms"]))
 
     bench_native_memory(args, python)
+    bench_native_pauses(args)
+
+
+PAUSES_MAX = re.compile(r"(\d[\d,]*) pauses? \(p50 ([\d.]+) (µs|ms|s|ns), p99 ([\d.]+) (µs|ms|s|ns), "
+                        r"max ([\d.]+) (µs|ms|s|ns)\)")
+PAUSE_VERSIONS = ("3.11", "3.13", "debian-sid-3.14")
+
+
+class BusyNeighbours(object):
+    """`count` CPU-bound processes beside the target, each in its own session (so in its own
+    autogroup, as services are), for the length of a `with` block."""
+
+    def __init__(self, count):
+        self.count = count
+        self.processes = []
+
+    def __enter__(self):
+        for _ in range(self.count):
+            self.processes.append(subprocess.Popen(
+                ["python3", "-c", "while 1: pass"], start_new_session=True))
+        return self
+
+    def __exit__(self, *exc):
+        for process in self.processes:
+            process.kill()
+            process.wait()
+        return False
+
+
+def measure_pauses(binary, python, rate, seconds):
+    """One --native recording of native_target.py by `binary`: its pauses and the target's
+    running thread's CPU share over the recording."""
+    with Target(python, "native_target.py") as target:
+        main = target.report["main"]
+        start_cpu, start = run_ns(target.pid, main), time.monotonic()
+        command = [binary, "-v", "record", "--pid", str(target.pid), "--native", "--rate",
+                   str(rate), "--duration", str(seconds), "-o", "/dev/null", "-f", "folded"]
+        result = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                encoding="utf-8")
+        share = (run_ns(target.pid, main) - start_cpu) / 1e9 / (time.monotonic() - start)
+    found = PAUSES_MAX.search(result.stderr)
+    summary = common.SUMMARY.search(result.stderr)
+    if result.returncode != 0 or found is None or summary is None:
+        raise RuntimeError("%s failed: %s" % (binary, result.stderr.strip()[-500:]))
+    return {"pauses": int(found.group(1).replace(",", "")),
+            "p50": float(found.group(2)) * UNIT[found.group(3)],
+            "p99": float(found.group(4)) * UNIT[found.group(5)],
+            "max": float(found.group(6)) * UNIT[found.group(7)],
+            "rate": float(summary.group(3)), "share": share}
+
+
+def bench_native_pauses(args):
+    print("\n## 13b. --native pauses on a quiet and on a busy host, per version, old and new")
+    seconds = 3 if args.quick else 5
+    rounds = 1 if args.quick else 3
+    binaries = [("new", common.SPYGLASS)]
+    if args.baseline:
+        binaries.insert(0, ("old", args.baseline))
+    pythons = [(label, python_for(label)) for label in PAUSE_VERSIONS]
+    pythons = [(label, path) for label, path in pythons if path is not None]
+    print("workload: tests/workloads/native_target.py (its main thread always running, in a "
+          "ctypes qsort callback); busy: two `python3 -c 'while 1: pass'` beside it, each in its "
+          "own session, on this %d-CPU machine; %d rounds of %d s per cell, interleaved (each "
+          "round: every load, version and binary once, a fresh target each); p50 and p99: "
+          "medians of the rounds' own, max: the largest; the target thread's CPU share: its "
+          "schedstat run time over the recording's wall time, median" % (
+              os.cpu_count(), rounds, seconds))
+    for name, path in binaries:
+        print("%s: %s" % (name, subprocess.run([path, "--version"], stdout=subprocess.PIPE,
+                                               encoding="utf-8").stdout.strip()))
+    loads = [("quiet", 0), ("2 busy", 2)]
+    rates = (100, 1000)
+    runs = {}
+    for _ in range(rounds):
+        for load, count in loads:
+            with BusyNeighbours(count):
+                for label, python in pythons:
+                    for rate in rates:
+                        for name, path in binaries:
+                            runs.setdefault((label, load, rate, name), []).append(
+                                measure_pauses(path, python, rate, seconds))
+    print("| Python | host | rate | spyglass | achieved Hz | pauses | p50 µs | p99 µs | max µs | "
+          "target thread CPU share |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for label, _ in pythons:
+        for load, _ in loads:
+            for rate in rates:
+                for name, _ in binaries:
+                    rows = runs[(label, load, rate, name)]
+                    print("| %s | %s | %d | %s | %.1f | %d | %.0f | %.0f | %.0f | %.3f |" % (
+                        label, load, rate, name,
+                        statistics.median(r["rate"] for r in rows),
+                        statistics.median(r["pauses"] for r in rows),
+                        statistics.median(r["p50"] for r in rows),
+                        statistics.median(r["p99"] for r in rows),
+                        max(r["max"] for r in rows),
+                        statistics.median(r["share"] for r in rows)))
 
 
 def thread_cpu_ns(pid, name):

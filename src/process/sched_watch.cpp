@@ -1,6 +1,8 @@
 #include "spyglass/process/sched_watch.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <ctime>
 
 #include <linux/perf_event.h>
 #include <sys/mman.h>
@@ -47,6 +49,8 @@ std::unique_ptr<SchedWatch> SchedWatch::open() {
         attr.comm_exec = 1; // a followed child that execs (Python, maybe, at last)
         attr.sample_id_all = 1;
         attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+        attr.use_clockid = 1; // times comparable with the pauses' own
+        attr.clockid = CLOCK_MONOTONIC;
         // Never woken: the ring is read from memory at every pass.
         attr.watermark = 1;
         attr.wakeup_watermark = static_cast<std::uint32_t>(watch->data_size_);
@@ -113,6 +117,8 @@ void SchedWatch::handle(const unsigned char* bytes, std::size_t size) {
     } else {
         thread.running = true;
         thread.switched_in = poll_;
+        ++thread.switch_ins;
+        thread.switched_in_ns = record.time;
     }
 }
 
@@ -148,6 +154,47 @@ bool SchedWatch::poll() {
     }
     if (!complete) ++lost_polls_;
     return complete;
+}
+
+std::optional<SchedWatch::OnCpu> SchedWatch::peek(pid_t tid) const {
+    auto it = threads_.find(tid);
+    if (it == threads_.end()) return std::nullopt;
+    OnCpu state{it->second.running, it->second.preempted, it->second.switch_ins,
+                it->second.switched_in_ns};
+    // A thread runs on one CPU at a time: its latest record, whichever ring holds it, says
+    // where it is.
+    std::uint64_t latest = 0;
+    for (const Ring& ring : rings_) {
+        const auto* meta = static_cast<const perf_event_mmap_page*>(ring.base);
+        const unsigned char* data =
+            static_cast<const unsigned char*>(ring.base) + meta->data_offset;
+        const std::uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+        for (std::uint64_t tail = meta->data_tail; tail < head;) {
+            perf_event_header header;
+            const std::size_t at = tail % data_size_;
+            std::memcpy(&header, data + at, sizeof header);
+            if (header.size < sizeof header || tail + header.size > head) break;
+            tail += header.size;
+            // Switch records are small; one that wraps around the ring's end is skipped.
+            if (header.type != PERF_RECORD_SWITCH_CPU_WIDE || header.size < sizeof(SwitchRecord) ||
+                at + header.size > data_size_)
+                continue;
+            SwitchRecord record;
+            std::memcpy(&record, data + at, sizeof record);
+            if (static_cast<pid_t>(record.tid) != tid) continue;
+            const bool out = (header.misc & PERF_RECORD_MISC_SWITCH_OUT) != 0;
+            if (!out) {
+                ++state.switch_ins;
+                state.switched_in_ns = std::max(state.switched_in_ns, record.time);
+            }
+            if (record.time >= latest) {
+                latest = record.time;
+                state.running = !out;
+                state.preempted = out && (header.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) != 0;
+            }
+        }
+    }
+    return state;
 }
 
 SchedWatch::Seen SchedWatch::seen(pid_t tid) const noexcept {

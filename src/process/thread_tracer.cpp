@@ -18,6 +18,7 @@
 
 #include "spyglass/clock.hpp"
 #include "spyglass/process/procfs.hpp"
+#include "spyglass/process/sched_watch.hpp"
 
 namespace spyglass::process {
 
@@ -158,6 +159,7 @@ ThreadTracer::ThreadTracer(pid_t pid) noexcept : pid_(pid) {
 ThreadTracer::~ThreadTracer() {
     for (auto& [tid, tracee] : tracees_)
         detach(tid, tracee);
+    restore_priority();
 }
 
 void ThreadTracer::note_refusal(pid_t tid, int err) {
@@ -227,19 +229,86 @@ ThreadTracer::Event ThreadTracer::consume(pid_t tid, Tracee& tracee) noexcept {
     return Event::signal_passed;
 }
 
+void ThreadTracer::raise_priority() noexcept {
+    if (raised_ || priority_ == PausePriority::unavailable) return;
+    if (priority_ == PausePriority::untried) {
+        normal_policy_ = ::sched_getscheduler(0);
+        const int policy = normal_policy_ & ~SCHED_RESET_ON_FORK;
+        // Real-time already (the user's choice), or unknown: left as it is.
+        if (normal_policy_ < 0 || ::sched_getparam(0, &normal_param_) != 0 ||
+            (policy != SCHED_OTHER && policy != SCHED_BATCH && policy != SCHED_IDLE)) {
+            priority_ = PausePriority::unavailable;
+            return;
+        }
+    }
+    const sched_param realtime{.sched_priority = 1};
+    if (::sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &realtime) != 0) {
+        priority_ = PausePriority::unavailable; // no CAP_SYS_NICE or RLIMIT_RTPRIO
+        return;
+    }
+    priority_ = PausePriority::raised;
+    raised_ = true;
+}
+
+void ThreadTracer::restore_priority() noexcept {
+    if (!raised_) return;
+    ::sched_setscheduler(0, normal_policy_, &normal_param_);
+    raised_ = false;
+}
+
 std::expected<void, PauseFailure> ThreadTracer::pause(pid_t tid, PauseHow how) noexcept {
+    // Real-time from the interrupt to PTRACE_CONT: woken by the stop, the sampling thread takes
+    // its core from whatever ordinary thread holds it instead of waiting milliseconds for it.
+    raise_priority();
+    auto stopped = stop(tid, how);
+    if (!stopped) restore_priority();
+    return stopped;
+}
+
+// Returns whether the thread is on a CPU now (not: it got one and lost it to us, so shares our
+// core; or it got none in time).
+bool ThreadTracer::await_core(pid_t tid, const Tracee& tracee) noexcept {
+    const auto first = watch_->peek(tid);
+    // Preempted, or resumed by us and not on a CPU since: runnable, waiting for a CPU. (Else
+    // asleep in a call, or unknown: the interrupt wakes it.)
+    auto waiting = [&](const SchedWatch::OnCpu& state) {
+        return !state.running &&
+               (state.preempted ||
+                (tracee.resumed && state.switch_ins == tracee.resumed_switch_ins));
+    };
+    if (!first || !waiting(*first)) return true;
+    ++core_waits_.waited;
+    const std::uint64_t until = monotonic_ns() + core_wait_ns_;
+    for (;;) {
+        // Real-time, so woken on time: the thread runs meanwhile if it gets a core, ours too.
+        const timespec step{0, 50'000};
+        ::clock_nanosleep(CLOCK_MONOTONIC, 0, &step, nullptr);
+        const auto now = watch_->peek(tid);
+        if (!now || now->running) return true;
+        if (now->switch_ins != first->switch_ins) return false; // lost it again, to us maybe
+        if (monotonic_ns() >= until) {
+            ++core_waits_.gave_up;
+            return false;
+        }
+    }
+}
+
+std::expected<void, PauseFailure> ThreadTracer::stop(pid_t tid, PauseHow how) noexcept {
     auto it = tracees_.find(tid);
     if (it == tracees_.end()) {
         if (auto seized = seize(tid); !seized) return seized;
         it = tracees_.find(tid);
     }
     Tracee& tracee = it->second;
+    stop_began_ns_ = monotonic_ns();
     if (tracee.group_stopped) {
         // Stopped by the user (SIGSTOP) and kept so: it runs no code, nothing to interrupt.
         tracee.paused = true;
         return {};
     }
     if (!tracee.interrupt_pending) {
+        if (watch_ != nullptr && !await_core(tid, tracee)) how.poll_first = false;
+        stop_began_ns_ = monotonic_ns();
         if (::ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0) {
             tracees_.erase(it);
             return std::unexpected(PauseFailure::gone);
@@ -254,6 +323,15 @@ std::expected<void, PauseFailure> ThreadTracer::pause(pid_t tid, PauseHow how) n
         case Event::interrupted:
         case Event::group_stop:
             tracee.paused = true;
+            if (watch_ != nullptr && !tracee.group_stopped) {
+                // It stopped as soon as it ran: before that it waited for a CPU, not for us.
+                auto state = watch_->peek(tid);
+                if (state && state->switched_in_ns > stop_began_ns_ &&
+                    state->switched_in_ns < monotonic_ns()) {
+                    stop_began_ns_ = state->switched_in_ns;
+                    ++core_waits_.late_cpu;
+                }
+            }
             return {};
         case Event::exited:
             tracees_.erase(tid);
@@ -274,9 +352,18 @@ void ThreadTracer::resume(pid_t tid) noexcept {
     Tracee& tracee = it->second;
     tracee.paused = false;
     long request = tracee.group_stopped ? PTRACE_LISTEN : PTRACE_CONT;
+    if (watch_ != nullptr) {
+        auto state = watch_->peek(tid);
+        tracee.resumed = state.has_value();
+        tracee.resumed_switch_ins = state ? state->switch_ins : 0;
+    }
     if (::ptrace(static_cast<__ptrace_request>(request), tid, nullptr, nullptr) != 0 &&
         errno == ESRCH && !tracee.group_stopped)
         tracees_.erase(it);
+    // Timed before the priority goes back: the thread runs on by then, and dropping out of the
+    // real-time class may hand our core to another thread at once.
+    last_pause_ns_ = monotonic_ns() - stop_began_ns_;
+    restore_priority();
 }
 
 bool ThreadTracer::registers(pid_t tid, user_regs_struct& out) noexcept {

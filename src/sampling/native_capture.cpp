@@ -160,7 +160,6 @@ CaptureOutcome capture_native(python::PythonProcess& process, StackCapturer& cap
     // preempted (by us, or before). It can reach its stop only once we give the core up, so
     // polling for the stop would only delay it: sleep at once.
     const bool shares_our_core = thread.cpu >= 0 && thread.cpu == ::sched_getcpu();
-    const std::uint64_t start = monotonic_ns();
     auto paused = tracer.pause(record.tid, {.poll_first = !shares_our_core});
     if (!paused) {
         context.clear();
@@ -184,7 +183,7 @@ CaptureOutcome capture_native(python::PythonProcess& process, StackCapturer& cap
     else if (status.error().code != Errc::process_gone)
         outcome = CaptureOutcome::torn;
     tracer.resume(record.tid);
-    pauses.durations.record(monotonic_ns() - start);
+    pauses.durations.record(tracer.last_pause_ns());
     if (status) outcome = capturer.finish_stopped();
     ++pauses.pauses;
     ++stats.stopped;

@@ -3,8 +3,6 @@
 #include <bit>
 #include <ctime>
 
-#include "spyglass/clock.hpp"
-
 namespace spyglass::sampling {
 
 void LatencyHistogram::record(std::uint64_t ns) noexcept {
@@ -101,7 +99,6 @@ CaptureOutcome capture_stack(python::PythonProcess& process, StackCapturer& capt
     // current frame) reads as torn even when stopped: let it run on and stop it once more.
     CaptureOutcome outcome = CaptureOutcome::torn;
     for (int pauses = 0; pauses < 2; ++pauses) {
-        const std::uint64_t start = monotonic_ns();
         auto stopped = tracer.pause(record.tid);
         if (!stopped) {
             if (stopped.error() == process::PauseFailure::gone) return CaptureOutcome::gone;
@@ -129,7 +126,7 @@ CaptureOutcome capture_stack(python::PythonProcess& process, StackCapturer& capt
         if (check_stopped && (pauses == 1 || !raced(outcome))) done(outcome);
         tracer.resume(record.tid);
         ++stats.pauses;
-        stats.durations.record(monotonic_ns() - start);
+        stats.durations.record(tracer.last_pause_ns());
         paused = true;
         if (status && !check_stopped) outcome = capturer.finish_stopped();
         bool last = pauses == 1 || !raced(outcome);

@@ -14,6 +14,8 @@ namespace spyglass::sampling {
 namespace {
 // How often to check that the process still runs the program it ran at attach.
 constexpr std::uint64_t kExecCheckIntervalNs = 250'000'000;
+// The longest a pause waits for a thread that waits for a CPU to get one.
+constexpr std::uint64_t kCoreWaitNs = 5'000'000;
 // How often every thread state is read again although the scheduler says they did not run.
 constexpr std::uint64_t kFullReadIntervalNs = 200'000'000;
 
@@ -60,6 +62,17 @@ ProcessSampler::~ProcessSampler() {
         options_.pause == PauseMode::always
             ? fmt::format(", {} asleep in the kernel read without a stop", pause_stats_.asleep)
             : std::string());
+    if (tracer_.pause_priority() != process::PausePriority::untried)
+        spdlog::info("process {}: the sampling thread {} while a thread was paused; {} pauses "
+                     "waited for their thread to get a CPU ({} interrupted it without one), {} "
+                     "timed from the "
+                     "moment their thread got a CPU after the interrupt",
+                     process_->pid(),
+                     tracer_.pause_priority() == process::PausePriority::raised
+                         ? "ran SCHED_FIFO"
+                         : "could not run SCHED_FIFO (no CAP_SYS_NICE, or real-time already)",
+                     tracer_.core_waits().waited, tracer_.core_waits().gave_up,
+                     tracer_.core_waits().late_cpu);
     if (!options_.native) return;
     const NativeStats& n = native_stats_;
     spdlog::info("process {}: native stacks: {} of blocked threads taken without a stop ({} "
@@ -115,6 +128,8 @@ void ProcessSampler::say_thread_list_fault(std::size_t threads) {
 
 ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
                                     process::SchedWatch* sched) {
+    // A pause waits at most half a period for a thread to get a CPU: the tick is not delayed.
+    tracer_.wait_for_core(sched, std::min<std::uint64_t>(options_.period_ns / 2, kCoreWaitNs));
     if (now_ns >= next_exec_check_ns_) {
         next_exec_check_ns_ = now_ns + kExecCheckIntervalNs;
         if (exec_watch_.replaced()) return ProcessState::replaced;

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -131,6 +132,25 @@ TEST(TraceeEvents, NotHeldTheHandlerNotesTheStop) {
     // SIGCHLD unblocked on this (the only) thread: its handler has run by the time the stop
     // is seen, or runs at the latest as the sleep begins.
     EXPECT_EQ(process::wait_tracee_events(in_ms(60'000)), TraceeWake::tracee_event);
+}
+
+// On a busy host a sampling thread of the ordinary class, woken by the stop, waits milliseconds
+// for its core while the target stays stopped: during a pause it runs SCHED_FIFO, and after it,
+// its own policy again.
+TEST(TraceeEvents, ThePausingThreadRunsRealTimeOnlyWhileTheThreadIsStopped) {
+    SpinningChild child;
+    process::TraceeEventsHeld held;
+    const int before = ::sched_getscheduler(0);
+    ASSERT_NE(before & ~SCHED_RESET_ON_FORK, SCHED_FIFO);
+    process::ThreadTracer tracer(child.pid);
+    ASSERT_TRUE(tracer.pause(child.pid).has_value());
+    const int during = ::sched_getscheduler(0);
+    tracer.resume(child.pid);
+    if (tracer.pause_priority() == process::PausePriority::unavailable)
+        GTEST_SKIP() << "SCHED_FIFO refused here (no CAP_SYS_NICE)";
+    EXPECT_EQ(during & ~SCHED_RESET_ON_FORK, SCHED_FIFO);
+    EXPECT_EQ(::sched_getscheduler(0), before);
+    forget_earlier_events();
 }
 
 } // namespace

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -56,6 +57,16 @@ class SchedWatch {
     // Whether the thread was left runnable (preempted) at its last switch out: /proc's 'R'.
     [[nodiscard]] bool runnable(pid_t tid) const noexcept;
 
+    // A thread's switches so far, the records not yet polled included (read, not consumed):
+    // whether it is on a CPU now, and how often it was switched in. Unknown (never seen): nullopt.
+    struct OnCpu {
+        bool running = false;
+        bool preempted = false; // switched out runnable: waiting for a CPU
+        std::uint64_t switch_ins = 0;
+        std::uint64_t switched_in_ns = 0; // the latest switch in (CLOCK_MONOTONIC)
+    };
+    [[nodiscard]] std::optional<OnCpu> peek(pid_t tid) const;
+
     [[nodiscard]] std::uint64_t records() const noexcept { return records_; }
     [[nodiscard]] std::uint64_t lost_polls() const noexcept { return lost_polls_; }
 
@@ -69,6 +80,8 @@ class SchedWatch {
         std::uint64_t switched_in = 0; // the poll that last saw it switched in
         bool running = false;
         bool preempted = false;
+        std::uint64_t switch_ins = 0;
+        std::uint64_t switched_in_ns = 0;
     };
     SchedWatch() = default;
     void handle(const unsigned char* record, std::size_t size);
