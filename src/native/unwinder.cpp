@@ -424,6 +424,27 @@ const NativeSymbol& Unwinder::symbol(std::uint64_t pc) {
     return symbols_.emplace(pc, std::move(symbol)).first->second;
 }
 
+std::vector<CodeRange> Unwinder::function_parts(std::string_view module,
+                                                std::string_view function) {
+    struct Search {
+        std::string_view module;
+        std::string_view function;
+        std::vector<CodeRange> parts;
+    } search{module, function, {}};
+    if (dwfl_ == nullptr) return {};
+    dwfl_getmodules(
+        dwfl_,
+        [](Dwfl_Module* candidate, void**, const char* name, Dwarf_Addr, void* arg) {
+            auto* wanted = static_cast<Search*>(arg);
+            std::string_view path = name != nullptr ? name : "";
+            if (path.substr(path.rfind('/') + 1) != wanted->module) return int{DWARF_CB_OK};
+            wanted->parts = native::function_parts(candidate, wanted->function);
+            return int{wanted->parts.empty() ? DWARF_CB_OK : DWARF_CB_ABORT};
+        },
+        &search, 0);
+    return search.parts;
+}
+
 const SourceLine& Unwinder::source_line(std::uint64_t pc) {
     auto it = lines_.find(pc);
     if (it != lines_.end()) return it->second;

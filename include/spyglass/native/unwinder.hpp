@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -16,6 +17,7 @@
 #include <sys/types.h>
 
 #include "spyglass/native/context.hpp"
+#include "spyglass/native/function_parts.hpp"
 
 struct Dwfl;
 struct Dwfl_Module;
@@ -72,6 +74,10 @@ class Unwinder {
     // The source line of a pc from the module's DWARF (the file itself, .gnu_debuglink or
     // /usr/lib/debug/.build-id), cached.
     const SourceLine& source_line(std::uint64_t pc);
+    // The code of `function` in the module whose file is named `module` (its base name): the
+    // symbol's range and the parts a compiler split off it (function_parts.hpp). Empty when
+    // no such module or symbol. Valid for the current generation().
+    std::vector<CodeRange> function_parts(std::string_view module, std::string_view function);
     // Bumped each time the modules are reported again: what was cached by address (here and
     // by callers) may name another module's code since.
     [[nodiscard]] std::uint64_t generation() const noexcept { return generation_; }
