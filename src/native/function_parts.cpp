@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <unordered_set>
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -14,6 +15,11 @@
 namespace spyglass::native {
 
 namespace {
+
+// Bounds on what a module (the target's: not trusted) can make the search cost: the eval loops
+// seen have one part besides their symbol and reach it by a few dozen jumps.
+constexpr std::size_t kMaxParts = 16;
+constexpr std::size_t kMaxChecks = 4096; // jumps whose target's frame is looked up in the CFI
 
 struct Reader {
     const std::uint8_t* at;
@@ -246,8 +252,9 @@ std::vector<CodeRange> function_parts(Dwfl_Module* module, std::string_view name
     const std::optional<Cfa> entry_cfa = cfa_at(cfi, entry);
     if (!entry_cfa) return parts;
     std::vector<CodeRange> found{{entry, parts[0].end - bias}};
-    std::vector<const CodeRange*> rejected;
-    for (std::size_t next = 0; next < found.size(); ++next) {
+    std::unordered_set<const CodeRange*> rejected;
+    std::size_t checks = 0;
+    for (std::size_t next = 0; next < found.size() && found.size() < kMaxParts; ++next) {
         const CodeRange part = found[next];
         std::span<const std::uint8_t> code = code_at(elf, part.start, part.end);
         for_each_jump(code, part.start, [&](std::uint64_t site, std::uint64_t target) {
@@ -255,9 +262,10 @@ std::vector<CodeRange> function_parts(Dwfl_Module* module, std::string_view name
             for (const CodeRange& known : found)
                 if (target >= known.start && target < known.end) return;
             const CodeRange* fde = range_holding(fdes, target);
-            if (fde == nullptr || range_holding(fdes, site) == fde ||
-                std::find(rejected.begin(), rejected.end(), fde) != rejected.end())
+            if (fde == nullptr || range_holding(fdes, site) == fde || found.size() >= kMaxParts ||
+                checks >= kMaxChecks || rejected.contains(fde))
                 return;
+            ++checks;
             // Not a tail call (the frame torn down), and the target runs in the site's frame.
             const std::optional<Cfa> at_site = cfa_at(cfi, site);
             if (!at_site || *at_site == *entry_cfa) return;
@@ -266,7 +274,7 @@ std::vector<CodeRange> function_parts(Dwfl_Module* module, std::string_view name
             // A part starts in the frame of its function, not at a function's entry.
             const std::optional<Cfa> at_start = cfa_at(cfi, fde->start);
             if (!at_start || *at_start == *entry_cfa) {
-                rejected.push_back(fde);
+                rejected.insert(fde);
                 return;
             }
             found.push_back(*fde);

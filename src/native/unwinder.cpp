@@ -33,28 +33,43 @@ void note_open_failure(int err) noexcept {
         files_without_descriptors.fetch_add(1, std::memory_order_relaxed);
 }
 
+int open_regular(const std::string& path, char** file_name, Elf** elf) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) note_open_failure(errno);
+    struct stat st {};
+    if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        *elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+        if (*elf != nullptr) {
+            *file_name = ::strdup(path.c_str());
+            return fd;
+        }
+    }
+    if (fd >= 0) ::close(fd);
+    return -1;
+}
+
 // The target's files as it sees them: through /proc/PID/root, which is "/" for a process of our
 // mount namespace and the container's root for one in its own. A chrooted process's maps name
-// its files as we see them (the chroot is a directory of our tree), so a name not found under
-// its root is left to elfutils, like deleted files and the vDSO (it opens the name, or reads
-// the module from the process's memory).
+// its files as we see them (the chroot is a directory of our tree, `seen_as`): a name under it
+// is looked for under /proc/PID/root less that prefix too, which reaches what the target
+// mounted there in a mount namespace of its own (Debian sid's interpreters in the tests bind
+// /tmp into their root: an extension built there is nowhere in ours). A name found neither way
+// is left to elfutils, like deleted files and the vDSO (it opens the name, or reads the module
+// from the process's memory).
 int find_elf(Dwfl_Module* module, void** userdata, const char* name, Dwarf_Addr base,
              char** file_name, Elf** elf) {
-    const auto* root = static_cast<const std::string*>(*userdata);
+    const auto* root = static_cast<const Unwinder::TargetRoot*>(*userdata);
     if (root != nullptr && name != nullptr && name[0] == '/' &&
         std::strstr(name, " (deleted)") == nullptr) {
-        std::string path = *root + name;
-        int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) note_open_failure(errno);
-        struct stat st {};
-        if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-            *elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
-            if (*elf != nullptr) {
-                *file_name = ::strdup(path.c_str());
-                return fd;
-            }
+        int fd = open_regular(root->proc + name, file_name, elf);
+        if (fd >= 0) return fd;
+        std::string_view path(name);
+        if (root->seen_as.size() > 1 && path.starts_with(root->seen_as) &&
+            path.size() > root->seen_as.size() && path[root->seen_as.size()] == '/') {
+            fd = open_regular(root->proc + std::string(path.substr(root->seen_as.size())),
+                              file_name, elf);
+            if (fd >= 0) return fd;
         }
-        if (fd >= 0) ::close(fd);
     }
     errno = 0;
     int fd = dwfl_linux_proc_find_elf(module, userdata, name, base, file_name, elf);
@@ -243,8 +258,12 @@ std::uint64_t module_files_without_descriptors() noexcept {
     return files_without_descriptors.load(std::memory_order_relaxed);
 }
 
-Unwinder::Unwinder(pid_t pid, RefreshPolicy policy)
-    : pid_(pid), root_(fmt::format("/proc/{}/root", pid)), policy_(policy) {
+Unwinder::Unwinder(pid_t pid, RefreshPolicy policy) : pid_(pid), policy_(policy) {
+    root_.proc = fmt::format("/proc/{}/root", pid);
+    char seen_as[4096];
+    ssize_t length = ::readlink(root_.proc.c_str(), seen_as, sizeof seen_as);
+    if (length > 0 && static_cast<std::size_t>(length) < sizeof seen_as && seen_as[0] == '/')
+        root_.seen_as.assign(seen_as, static_cast<std::size_t>(length));
     // Read before the report: a change in between is seen at the next check.
     maps_signature_ = read_code(pid_, code_);
     last_check_ns_ = monotonic_ns();

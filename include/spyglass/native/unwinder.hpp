@@ -83,6 +83,11 @@ class Unwinder {
     [[nodiscard]] std::uint64_t generation() const noexcept { return generation_; }
 
     // For libdwfl's callbacks.
+    struct TargetRoot {
+        std::string proc;    // /proc/PID/root
+        std::string seen_as; // where that root is in our tree (its link's target); empty when
+                             // not known
+    };
     struct Current {
         pid_t tid = 0;
         const ContextView* context = nullptr;
@@ -104,7 +109,7 @@ class Unwinder {
     void walk_all(pid_t tid, const ContextView& context, UnwindResult& out, std::size_t max_frames);
 
     pid_t pid_;
-    std::string root_;          // the target's root directory, through /proc
+    TargetRoot root_;           // the target's root directory
     Dwfl* dwfl_ = nullptr;      // unwinding: CFI from .eh_frame, no DWARF ever loaded
     Dwfl* line_dwfl_ = nullptr; // source lines: null when its modules could not be reported
     Current current_;
