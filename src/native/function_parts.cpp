@@ -286,4 +286,39 @@ std::vector<CodeRange> function_parts(Dwfl_Module* module, std::string_view name
     return parts;
 }
 
+bool follows_call(Dwfl_Module* module, std::uint64_t pc) {
+    Dwarf_Addr bias = 0;
+    Elf* elf = module != nullptr ? dwfl_module_getelf(module, &bias) : nullptr;
+    constexpr std::uint64_t kLongest = 7; // ff /2 with a SIB byte and a 32-bit displacement
+    if (elf == nullptr || pc < bias + kLongest) return false;
+    const std::uint64_t at = pc - bias;
+    std::span<const std::uint8_t> code = code_at(elf, at - kLongest, at);
+    if (code.size() != kLongest) return false;
+    auto before = [&](std::size_t back) { return code[kLongest - back]; };
+    if (before(5) == 0xe8) return true;
+    // ff /2: the ModRM's reg field is 2; its length follows from mod and r/m.
+    for (std::size_t back = 2; back <= kLongest; ++back) {
+        if (before(back) != 0xff) continue;
+        const std::uint8_t modrm = before(back - 1);
+        if (((modrm >> 3) & 7) != 2) continue;
+        const unsigned mod = modrm >> 6, rm = modrm & 7;
+        std::size_t length = 2 + (mod != 3 && rm == 4 ? 1 : 0);
+        if (mod == 1) length += 1;
+        if (mod == 2 || (mod == 0 && rm == 5)) length += 4;
+        if (length == back) return true;
+    }
+    return false;
+}
+
+bool cfa_from_frame_pointer(Dwfl_Module* module, std::uint64_t pc) {
+    Dwarf_Addr bias = 0;
+    Dwarf_CFI* cfi = module != nullptr ? dwfl_module_eh_cfi(module, &bias) : nullptr;
+    if (cfi == nullptr || pc < bias) return false;
+    std::optional<Cfa> cfa = cfa_at(cfi, pc - bias);
+    constexpr unsigned kRbp = 6; // DWARF's number for rbp
+    return cfa && !cfa->ops.empty() &&
+           (cfa->ops[0].atom == DW_OP_breg0 + kRbp ||
+            (cfa->ops[0].atom == DW_OP_bregx && cfa->ops[0].number == kRbp));
+}
+
 } // namespace spyglass::native

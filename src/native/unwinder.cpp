@@ -109,13 +109,14 @@ bool get_thread(Dwfl*, pid_t tid, void* arg, void** thread_arg) {
 bool memory_read(Dwfl*, Dwarf_Addr address, Dwarf_Word* result, void* arg) {
     auto* current = static_cast<Unwinder::Current*>(arg);
     const ContextView& context = *current->context;
-    std::uint64_t base = context.header.regs[rsp];
-    if (address < base || address - base > context.stack.size() ||
-        context.stack.size() - (address - base) < sizeof(Dwarf_Word)) {
-        if (address >= base) current->reached_copy_end = true;
+    const std::uint64_t base = context.lowest();
+    const std::span<const std::uint8_t> copy = context.memory;
+    if (address < base || address - base > copy.size() ||
+        copy.size() - (address - base) < sizeof(Dwarf_Word)) {
+        if (address >= context.header.regs[rsp]) current->reached_copy_end = true;
         return false;
     }
-    std::memcpy(result, context.stack.data() + (address - base), sizeof *result);
+    std::memcpy(result, copy.data() + (address - base), sizeof *result);
     return true;
 }
 
@@ -344,7 +345,47 @@ bool Unwinder::unwind(pid_t tid, const ContextView& context, UnwindResult& out,
     // not be unwound. Look again; if the modules changed, walk again.
     if (!out.pcs.empty() && !in_code(out.pcs.back()) && refresh(true))
         walk_all(tid, context, out, max_frames);
+    if (!context.has(rbp) && !out.reached_copy_end && !out.sps.empty() && out.sps.back() != 0)
+        find_frame_pointer(tid, context, out, max_frames);
     return !out.pcs.empty();
+}
+
+// A thread read from its syscall file has no rbp: a frame whose CFA is rbp-based (an interpreter
+// built with frame pointers, as Debian's 3.13-3.15 are) above leaves that did not save rbp ends
+// the walk. Its rbp is then still the frame's own: its CFA less 16, the slot holding its
+// caller's rbp (a higher stack address) with the frame's return address (code just after a
+// call) above. The lowest 16-byte aligned slot from the frame's stack pointer up that holds such
+// a pair is taken if the walk from there goes further; a local that only looks like one is
+// caught by the merge (its runs' anchors would not lie in the eval frames it gives).
+void Unwinder::find_frame_pointer(pid_t tid, const ContextView& context, UnwindResult& out,
+                                  std::size_t max_frames) {
+    const std::uint64_t pc = out.pcs.back();
+    if (!cfa_from_frame_pointer(module_at(dwfl_, pc), pc)) return;
+    const std::uint64_t sp = out.sps.back();
+    const std::uint64_t base = context.header.regs[rsp];
+    constexpr std::uint64_t kSearched = 4096; // bytes of the frame looked at
+    constexpr int kWalks = 4;
+    int walks = 0;
+    for (std::uint64_t slot = (sp + 15) & ~std::uint64_t{15};
+         sp >= base && slot - sp < kSearched && walks < kWalks; slot += 16) {
+        const std::uint64_t at = slot - base;
+        if (at > context.stack.size() || context.stack.size() - at < 16) break;
+        std::uint64_t saved = 0, ret = 0;
+        std::memcpy(&saved, context.stack.data() + at, sizeof saved);
+        std::memcpy(&ret, context.stack.data() + at + 8, sizeof ret);
+        if (saved <= slot + 8 || !in_code(ret) || !follows_call(module_at(dwfl_, ret), ret))
+            continue;
+        ++walks;
+        ContextView guess = context;
+        guess.header.regs[rbp] = slot;
+        guess.header.valid |= 1u << rbp;
+        walk_all(tid, guess, guessed_, max_frames);
+        if (guessed_.pcs.size() > out.pcs.size()) {
+            std::swap(out, guessed_);
+            ++frame_pointers_found_;
+            return;
+        }
+    }
 }
 
 void Unwinder::walk_all(pid_t tid, const ContextView& context, UnwindResult& out,
@@ -361,7 +402,7 @@ void Unwinder::walk_all(pid_t tid, const ContextView& context, UnwindResult& out
         std::memcpy(&return_address, context.stack.data(), sizeof return_address);
         caller.header.regs[rip] = return_address;
         caller.header.regs[rsp] += 8;
-        caller.stack = context.stack.subspan(8);
+        caller.stack = context.stack.subspan(8); // its red zone: `memory` as it was
         UnwindResult outer;
         if (module_at(dwfl_, return_address) != nullptr &&
             walk(tid, caller, outer, max_frames - 1) && outer.pcs.size() > 1) {

@@ -197,7 +197,7 @@ void NativeResolver::resolve(pid_t tid, std::span<const std::uint8_t> context,
     case MergeOutcome::mismatch:
         // Kept as the Python stack, and said so: the outermost frame marks it.
         out.push_back(frames_.marker(kMismatchMarker));
-        if (++stats_.mismatch <= 3 && spdlog::should_log(spdlog::level::debug)) {
+        if (++stats_.mismatch <= 300 && spdlog::should_log(spdlog::level::debug)) {
             std::string names;
             for (std::size_t i = 0; i < native_.size(); ++i)
                 names += fmt::format(" {}{}@{:x}",

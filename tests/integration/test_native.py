@@ -30,7 +30,9 @@ SLEEP = re.compile(r"nanosleep|select")  # 3.11+ clock_nanosleep; older ones sel
 READ = re.compile(r"(^|_)read$")
 RECV = re.compile(r"(^|_)recv(from)?$")
 SYSCALL = re.compile(r"^syscall$")
-LOCK = re.compile(r"futex|sem_|pthread_cond|lll_lock")
+# (3.13+ waits in _PySemaphore_Wait: over a stripped libc, whose sem_clockwait tail-calls an
+# unnamed function, it is the innermost named frame.)
+LOCK = re.compile(r"futex|sem_|pthread_cond|lll_lock|^_PySemaphore_Wait$")
 UNNAMED_LIBC = re.compile(r"^libc(\.so\.\d+|-[\d.]+\.so)\+0x[0-9a-f]+$")
 EVAL = re.compile(r"^(_PyEval_EvalFrameDefault|PyEval_EvalFrameEx)")
 SUMMARY = re.compile(r"([\d,]+) samples in [\d.]+ s at [\d.]+ Hz \(asked \d+\), [\d,]+ late "

@@ -58,4 +58,12 @@ std::vector<CodeRange> eh_frame_ranges(std::span<const std::uint8_t> eh_frame,
 // part found as above; empty when the module has no sized symbol of that name.
 std::vector<CodeRange> function_parts(Dwfl_Module* module, std::string_view name);
 
+// Whether the code just before `pc` (mapped addresses) is a call instruction (`call rel32`, or
+// `call` through a register or memory, with a REX prefix or not): `pc` is a return address.
+bool follows_call(Dwfl_Module* module, std::uint64_t pc);
+
+// Whether the CFI at `pc` computes the CFA from rbp: the frame has a frame pointer, and the
+// unwind needs rbp's value to pass it.
+bool cfa_from_frame_pointer(Dwfl_Module* module, std::uint64_t pc);
+
 } // namespace spyglass::native

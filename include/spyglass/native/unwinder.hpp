@@ -81,6 +81,11 @@ class Unwinder {
     // Bumped each time the modules are reported again: what was cached by address (here and
     // by callers) may name another module's code since.
     [[nodiscard]] std::uint64_t generation() const noexcept { return generation_; }
+    // Unwinds of contexts without rbp that went on from a frame-pointer frame once its rbp was
+    // found on the stack.
+    [[nodiscard]] std::uint64_t frame_pointers_found() const noexcept {
+        return frame_pointers_found_;
+    }
 
     // For libdwfl's callbacks.
     struct TargetRoot {
@@ -107,6 +112,9 @@ class Unwinder {
     bool walk(pid_t tid, const ContextView& context, UnwindResult& out, std::size_t max_frames);
     // walk(), and again from the return address when the first frame could not be unwound.
     void walk_all(pid_t tid, const ContextView& context, UnwindResult& out, std::size_t max_frames);
+    // The walk of a context without rbp ended at a frame-pointer frame: rbp found on the stack.
+    void find_frame_pointer(pid_t tid, const ContextView& context, UnwindResult& out,
+                            std::size_t max_frames);
 
     pid_t pid_;
     TargetRoot root_;           // the target's root directory
@@ -120,6 +128,8 @@ class Unwinder {
     std::uint64_t generation_ = 0;
     std::unordered_map<std::uint64_t, NativeSymbol> symbols_;
     std::unordered_map<std::uint64_t, SourceLine> lines_;
+    UnwindResult guessed_;
+    std::uint64_t frame_pointers_found_ = 0;
 };
 
 } // namespace spyglass::native
