@@ -373,8 +373,7 @@ void Unwinder::find_frame_pointer(pid_t tid, const ContextView& context, UnwindR
         std::uint64_t saved = 0, ret = 0;
         std::memcpy(&saved, context.stack.data() + at, sizeof saved);
         std::memcpy(&ret, context.stack.data() + at + 8, sizeof ret);
-        if (saved <= slot + 8 || !in_code(ret) || !follows_call(module_at(dwfl_, ret), ret))
-            continue;
+        if (saved <= slot + 8 || !in_code(ret) || !follows_call(ret)) continue;
         ++walks;
         ContextView guess = context;
         guess.header.regs[rbp] = slot;
@@ -482,6 +481,10 @@ const NativeSymbol& Unwinder::symbol(std::uint64_t pc) {
         symbol.function =
             fmt::format("{}+0x{:x}", symbol.module.empty() ? "?" : symbol.module, symbol.offset);
     return symbols_.emplace(pc, std::move(symbol)).first->second;
+}
+
+bool Unwinder::follows_call(std::uint64_t pc) const {
+    return native::follows_call(module_at(dwfl_, pc), pc);
 }
 
 std::vector<CodeRange> Unwinder::function_parts(std::string_view module,

@@ -81,6 +81,8 @@ class Unwinder {
     // Bumped each time the modules are reported again: what was cached by address (here and
     // by callers) may name another module's code since.
     [[nodiscard]] std::uint64_t generation() const noexcept { return generation_; }
+    // Whether the code before pc is a call (pc a return address): function_parts.hpp.
+    [[nodiscard]] bool follows_call(std::uint64_t pc) const;
     // Unwinds of contexts without rbp that went on from a frame-pointer frame once its rbp was
     // found on the stack.
     [[nodiscard]] std::uint64_t frame_pointers_found() const noexcept {
