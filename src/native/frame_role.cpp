@@ -70,6 +70,10 @@ bool starts_with_any(std::string_view name, auto const& prefixes) noexcept {
 
 } // namespace
 
+std::string_view eval_function(int python_major) noexcept {
+    return python_major >= 3 ? "_PyEval_EvalFrameDefault" : "PyEval_EvalFrameEx";
+}
+
 FrameRole frame_role(std::string_view function, const FrameOrigin& origin) noexcept {
     std::string_view name = base_name(function);
     if (origin.known)
@@ -77,10 +81,9 @@ FrameRole frame_role(std::string_view function, const FrameOrigin& origin) noexc
             if (name == start || (start == "__clone" && name.starts_with(start)))
                 return FrameRole::startup;
     if (origin.in_interpreter) {
+        if (origin.in_eval_loop) return FrameRole::eval;
         if (!origin.known) return FrameRole::plumbing; // a stripped interpreter's static helper
-        if (origin.python_major >= 3 ? name == "_PyEval_EvalFrameDefault"
-                                     : name == "PyEval_EvalFrameEx")
-            return FrameRole::eval;
+        if (name == eval_function(origin.python_major)) return FrameRole::eval;
         if (starts_with_any(name, kWaiting)) return FrameRole::shown;
         if (name == "main" || starts_with_any(name, kInterpreterPlumbing))
             return FrameRole::plumbing;

@@ -33,28 +33,43 @@ void note_open_failure(int err) noexcept {
         files_without_descriptors.fetch_add(1, std::memory_order_relaxed);
 }
 
+int open_regular(const std::string& path, char** file_name, Elf** elf) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) note_open_failure(errno);
+    struct stat st {};
+    if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        *elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+        if (*elf != nullptr) {
+            *file_name = ::strdup(path.c_str());
+            return fd;
+        }
+    }
+    if (fd >= 0) ::close(fd);
+    return -1;
+}
+
 // The target's files as it sees them: through /proc/PID/root, which is "/" for a process of our
 // mount namespace and the container's root for one in its own. A chrooted process's maps name
-// its files as we see them (the chroot is a directory of our tree), so a name not found under
-// its root is left to elfutils, like deleted files and the vDSO (it opens the name, or reads
-// the module from the process's memory).
+// its files as we see them (the chroot is a directory of our tree, `seen_as`): a name under it
+// is looked for under /proc/PID/root less that prefix too, which reaches what the target
+// mounted there in a mount namespace of its own (Debian sid's interpreters in the tests bind
+// /tmp into their root: an extension built there is nowhere in ours). A name found neither way
+// is left to elfutils, like deleted files and the vDSO (it opens the name, or reads the module
+// from the process's memory).
 int find_elf(Dwfl_Module* module, void** userdata, const char* name, Dwarf_Addr base,
              char** file_name, Elf** elf) {
-    const auto* root = static_cast<const std::string*>(*userdata);
+    const auto* root = static_cast<const Unwinder::TargetRoot*>(*userdata);
     if (root != nullptr && name != nullptr && name[0] == '/' &&
         std::strstr(name, " (deleted)") == nullptr) {
-        std::string path = *root + name;
-        int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) note_open_failure(errno);
-        struct stat st {};
-        if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-            *elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
-            if (*elf != nullptr) {
-                *file_name = ::strdup(path.c_str());
-                return fd;
-            }
+        int fd = open_regular(root->proc + name, file_name, elf);
+        if (fd >= 0) return fd;
+        std::string_view path(name);
+        if (root->seen_as.size() > 1 && path.starts_with(root->seen_as) &&
+            path.size() > root->seen_as.size() && path[root->seen_as.size()] == '/') {
+            fd = open_regular(root->proc + std::string(path.substr(root->seen_as.size())),
+                              file_name, elf);
+            if (fd >= 0) return fd;
         }
-        if (fd >= 0) ::close(fd);
     }
     errno = 0;
     int fd = dwfl_linux_proc_find_elf(module, userdata, name, base, file_name, elf);
@@ -94,13 +109,14 @@ bool get_thread(Dwfl*, pid_t tid, void* arg, void** thread_arg) {
 bool memory_read(Dwfl*, Dwarf_Addr address, Dwarf_Word* result, void* arg) {
     auto* current = static_cast<Unwinder::Current*>(arg);
     const ContextView& context = *current->context;
-    std::uint64_t base = context.header.regs[rsp];
-    if (address < base || address - base > context.stack.size() ||
-        context.stack.size() - (address - base) < sizeof(Dwarf_Word)) {
-        if (address >= base) current->reached_copy_end = true;
+    const std::uint64_t base = context.lowest();
+    const std::span<const std::uint8_t> copy = context.memory;
+    if (address < base || address - base > copy.size() ||
+        copy.size() - (address - base) < sizeof(Dwarf_Word)) {
+        if (address >= context.header.regs[rsp]) current->reached_copy_end = true;
         return false;
     }
-    std::memcpy(result, context.stack.data() + (address - base), sizeof *result);
+    std::memcpy(result, copy.data() + (address - base), sizeof *result);
     return true;
 }
 
@@ -243,8 +259,12 @@ std::uint64_t module_files_without_descriptors() noexcept {
     return files_without_descriptors.load(std::memory_order_relaxed);
 }
 
-Unwinder::Unwinder(pid_t pid, RefreshPolicy policy)
-    : pid_(pid), root_(fmt::format("/proc/{}/root", pid)), policy_(policy) {
+Unwinder::Unwinder(pid_t pid, RefreshPolicy policy) : pid_(pid), policy_(policy) {
+    root_.proc = fmt::format("/proc/{}/root", pid);
+    char seen_as[4096];
+    ssize_t length = ::readlink(root_.proc.c_str(), seen_as, sizeof seen_as);
+    if (length > 0 && static_cast<std::size_t>(length) < sizeof seen_as && seen_as[0] == '/')
+        root_.seen_as.assign(seen_as, static_cast<std::size_t>(length));
     // Read before the report: a change in between is seen at the next check.
     maps_signature_ = read_code(pid_, code_);
     last_check_ns_ = monotonic_ns();
@@ -325,7 +345,46 @@ bool Unwinder::unwind(pid_t tid, const ContextView& context, UnwindResult& out,
     // not be unwound. Look again; if the modules changed, walk again.
     if (!out.pcs.empty() && !in_code(out.pcs.back()) && refresh(true))
         walk_all(tid, context, out, max_frames);
+    if (!context.has(rbp) && !out.reached_copy_end && !out.sps.empty() && out.sps.back() != 0)
+        find_frame_pointer(tid, context, out, max_frames);
     return !out.pcs.empty();
+}
+
+// A thread read from its syscall file has no rbp: a frame whose CFA is rbp-based (an interpreter
+// built with frame pointers, as Debian's 3.13-3.15 are) above leaves that did not save rbp ends
+// the walk. Its rbp is then still the frame's own: its CFA less 16, the slot holding its
+// caller's rbp (a higher stack address) with the frame's return address (code just after a
+// call) above. The lowest 16-byte aligned slot from the frame's stack pointer up that holds such
+// a pair is taken if the walk from there goes further; a local that only looks like one is
+// caught by the merge (its runs' anchors would not lie in the eval frames it gives).
+void Unwinder::find_frame_pointer(pid_t tid, const ContextView& context, UnwindResult& out,
+                                  std::size_t max_frames) {
+    const std::uint64_t pc = out.pcs.back();
+    if (!cfa_from_frame_pointer(module_at(dwfl_, pc), pc)) return;
+    const std::uint64_t sp = out.sps.back();
+    const std::uint64_t base = context.header.regs[rsp];
+    constexpr std::uint64_t kSearched = 4096; // bytes of the frame looked at
+    constexpr int kWalks = 4;
+    int walks = 0;
+    for (std::uint64_t slot = (sp + 15) & ~std::uint64_t{15};
+         sp >= base && slot - sp < kSearched && walks < kWalks; slot += 16) {
+        const std::uint64_t at = slot - base;
+        if (at > context.stack.size() || context.stack.size() - at < 16) break;
+        std::uint64_t saved = 0, ret = 0;
+        std::memcpy(&saved, context.stack.data() + at, sizeof saved);
+        std::memcpy(&ret, context.stack.data() + at + 8, sizeof ret);
+        if (saved <= slot + 8 || !in_code(ret) || !follows_call(ret)) continue;
+        ++walks;
+        ContextView guess = context;
+        guess.header.regs[rbp] = slot;
+        guess.header.valid |= 1u << rbp;
+        walk_all(tid, guess, guessed_, max_frames);
+        if (guessed_.pcs.size() > out.pcs.size()) {
+            std::swap(out, guessed_);
+            ++frame_pointers_found_;
+            return;
+        }
+    }
 }
 
 void Unwinder::walk_all(pid_t tid, const ContextView& context, UnwindResult& out,
@@ -342,7 +401,7 @@ void Unwinder::walk_all(pid_t tid, const ContextView& context, UnwindResult& out
         std::memcpy(&return_address, context.stack.data(), sizeof return_address);
         caller.header.regs[rip] = return_address;
         caller.header.regs[rsp] += 8;
-        caller.stack = context.stack.subspan(8);
+        caller.stack = context.stack.subspan(8); // its red zone: `memory` as it was
         UnwindResult outer;
         if (module_at(dwfl_, return_address) != nullptr &&
             walk(tid, caller, outer, max_frames - 1) && outer.pcs.size() > 1) {
@@ -422,6 +481,31 @@ const NativeSymbol& Unwinder::symbol(std::uint64_t pc) {
         symbol.function =
             fmt::format("{}+0x{:x}", symbol.module.empty() ? "?" : symbol.module, symbol.offset);
     return symbols_.emplace(pc, std::move(symbol)).first->second;
+}
+
+bool Unwinder::follows_call(std::uint64_t pc) const {
+    return native::follows_call(module_at(dwfl_, pc), pc);
+}
+
+std::vector<CodeRange> Unwinder::function_parts(std::string_view module,
+                                                std::string_view function) {
+    struct Search {
+        std::string_view module;
+        std::string_view function;
+        std::vector<CodeRange> parts;
+    } search{module, function, {}};
+    if (dwfl_ == nullptr) return {};
+    dwfl_getmodules(
+        dwfl_,
+        [](Dwfl_Module* candidate, void**, const char* name, Dwarf_Addr, void* arg) {
+            auto* wanted = static_cast<Search*>(arg);
+            std::string_view path = name != nullptr ? name : "";
+            if (path.substr(path.rfind('/') + 1) != wanted->module) return int{DWARF_CB_OK};
+            wanted->parts = native::function_parts(candidate, wanted->function);
+            return int{wanted->parts.empty() ? DWARF_CB_OK : DWARF_CB_ABORT};
+        },
+        &search, 0);
+    return search.parts;
 }
 
 const SourceLine& Unwinder::source_line(std::uint64_t pc) {

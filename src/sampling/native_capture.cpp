@@ -13,16 +13,24 @@ namespace spyglass::sampling {
 
 namespace {
 
-// Copies the stack from `sp` into `context` after the header (less where the mapping ends).
+// Copies the stack from `sp` into `context` after the header (less where the mapping ends),
+// `below` bytes under `sp` first (when they can be read: else none), all within `size`.
 void copy_stack(process::RemoteMemory& memory, std::uint64_t sp, std::uint32_t size,
-                std::vector<std::uint8_t>& context) {
+                std::vector<std::uint8_t>& context, std::uint32_t below = 0) {
+    if (below >= size || below > sp) below = 0;
     context.resize(sizeof(native::ContextHeader) + size);
-    auto got = memory.read_prefix(sp, context.data() + sizeof(native::ContextHeader), size);
+    std::uint8_t* to = context.data() + sizeof(native::ContextHeader);
+    auto got = memory.read_prefix(sp - below, to, size);
+    if (below != 0 && (!got || *got < below)) {
+        below = 0;
+        got = memory.read_prefix(sp, to, size);
+    }
     std::uint32_t copied = got ? static_cast<std::uint32_t>(*got) : 0;
     context.resize(sizeof(native::ContextHeader) + copied);
     native::ContextHeader header;
     std::memcpy(&header, context.data(), sizeof header);
-    header.stack_size = copied;
+    header.below = below;
+    header.stack_size = copied - below;
     std::memcpy(context.data(), &header, sizeof header);
 }
 
@@ -31,6 +39,7 @@ void set_header(std::vector<std::uint8_t>& context, const native::ContextHeader&
     native::ContextHeader current;
     std::memcpy(&current, context.data(), sizeof current);
     with.stack_size = current.stack_size;
+    with.below = current.below;
     std::memcpy(context.data(), &with, sizeof with);
 }
 
@@ -175,7 +184,8 @@ CaptureOutcome capture_native(python::PythonProcess& process, StackCapturer& cap
     }
     user_regs_struct regs{};
     bool have_registers = tracer.registers(record.tid, regs);
-    if (have_registers) copy_stack(process.memory(), regs.rsp, thread.stack_copy, context);
+    if (have_registers)
+        copy_stack(process.memory(), regs.rsp, thread.stack_copy, context, native::kRedZone);
     CaptureOutcome outcome = CaptureOutcome::gone;
     auto status = process.reread_thread(record);
     if (status)

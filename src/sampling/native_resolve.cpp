@@ -28,11 +28,32 @@ NativeResolver::NativeResolver(const python::TargetInfo& target, model::FrameTab
       interpreter_name_(base_name(target.python_binary)) {
     // -v: from here on the unwinder knows the target's modules (test_native_modules loads a
     // library after this line to see it found later).
-    if (unwinder_.ready())
+    if (unwinder_.ready()) {
         spdlog::info("process {}: native unwinder ready", target.pid);
-    else
+        find_eval_parts();
+    } else
         spdlog::info("process {}: native unwinder not ready: its modules could not be read",
                      target.pid);
+}
+
+void NativeResolver::find_eval_parts() {
+    const std::string_view eval = native::eval_function(target_.version.major);
+    eval_parts_ = unwinder_.function_parts(interpreter_name_, eval);
+    if (eval_parts_.empty() && executable_name_ != interpreter_name_)
+        eval_parts_ = unwinder_.function_parts(executable_name_, eval);
+    std::sort(eval_parts_.begin(), eval_parts_.end(),
+              [](const auto& a, const auto& b) { return a.start < b.start; });
+    std::string ranges;
+    for (const native::CodeRange& part : eval_parts_)
+        ranges += fmt::format(" [{:#x}, {:#x})", part.start, part.end);
+    spdlog::debug("process {}: {} is at{}", target_.pid, eval,
+                  ranges.empty() ? " no address known (a frame is one by its name alone)" : ranges);
+}
+
+bool NativeResolver::in_eval_loop(std::uint64_t pc) const noexcept {
+    auto it = std::upper_bound(eval_parts_.begin(), eval_parts_.end(), pc,
+                               [](std::uint64_t at, const auto& part) { return at < part.start; });
+    return it != eval_parts_.begin() && pc < std::prev(it)->end;
 }
 
 const NativeFrame& NativeResolver::frame_at(std::uint64_t pc) {
@@ -46,10 +67,15 @@ const NativeFrame& NativeResolver::frame_at(std::uint64_t pc) {
                                                        symbol.module == interpreter_name_);
     origin.in_libc = symbol.module.starts_with("libc.so") || symbol.module.starts_with("libc-");
     origin.python_major = target_.version.major;
+    origin.in_eval_loop = origin.in_interpreter && in_eval_loop(pc);
     native::FrameRole role = native::frame_role(symbol.function, origin);
     model::Frame frame;
     model::StringTable& strings = frames_.strings();
-    frame.function = strings.intern(symbol.function);
+    // A split-off part of the eval loop that the stripped module does not name is named
+    // after its function.
+    frame.function = strings.intern(origin.in_eval_loop && !symbol.known
+                                        ? native::eval_function(target_.version.major)
+                                        : std::string_view(symbol.function));
     frame.file = strings.intern(symbol.module);
     frame.module = strings.intern(symbol.path);
     frame.kind = model::FrameKind::native;
@@ -131,6 +157,7 @@ void NativeResolver::resolve(pid_t tid, std::span<const std::uint8_t> context,
     if (unwinder_.generation() != generation_) {
         by_pc_.clear();
         generation_ = unwinder_.generation();
+        find_eval_parts();
         stats_.module_reports = generation_;
     }
     native_.clear();
@@ -170,7 +197,7 @@ void NativeResolver::resolve(pid_t tid, std::span<const std::uint8_t> context,
     case MergeOutcome::mismatch:
         // Kept as the Python stack, and said so: the outermost frame marks it.
         out.push_back(frames_.marker(kMismatchMarker));
-        if (++stats_.mismatch <= 3 && spdlog::should_log(spdlog::level::debug)) {
+        if (++stats_.mismatch <= 300 && spdlog::should_log(spdlog::level::debug)) {
             std::string names;
             for (std::size_t i = 0; i < native_.size(); ++i)
                 names += fmt::format(" {}{}@{:x}",

@@ -36,26 +36,6 @@ DEBIAN_SID_ROOT = os.environ.get("SPYGLASS_DEBIAN_ROOT", "/var/cache/spyglass/de
 DEBIAN_SID = os.path.join(ROOT, "scripts", "debian-sid")
 
 
-# Labels where `--native` cannot merge the Python and native stacks yet, with why: the tests that
-# need a merged stack skip there (issue 24, item 4, is another branch's). Debian sid's builds
-# (GCC 16) run the eval loop in a part of _PyEval_EvalFrameDefault outside its symbol, which the
-# stripped executable does not name, so no native frame is known to be the eval loop.
-NATIVE_MERGE_PENDING = dict.fromkeys(
-    ["debian-sid-3.13", "debian-sid-3.14", "debian-sid-3.15"],
-    "the eval loop of Debian sid's stripped builds lies outside the _PyEval_EvalFrameDefault "
-    "symbol, so --native cannot merge yet (issue 24, item 4)")
-
-
-def needs_native_merge(test):
-    """Skips an InterpreterCase test on the labels of NATIVE_MERGE_PENDING, with the reason."""
-    def run(self, *args, **kwargs):
-        if self.label in NATIVE_MERGE_PENDING:
-            self.skipTest(NATIVE_MERGE_PENDING[self.label])
-        return test(self, *args, **kwargs)
-    run.__name__, run.__doc__ = test.__name__, test.__doc__
-    return run
-
-
 def pyenv_root():
     try:
         out = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,

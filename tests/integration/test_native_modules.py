@@ -92,7 +92,6 @@ class NativeModulesBase(harness.InterpreterCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         return out, result.stderr
 
-    @harness.needs_native_merge
     def test_a_library_loaded_after_attach(self):
         why_not = build_late_libraries(self.tmp)
         if why_not:
@@ -150,7 +149,6 @@ class NativeModulesBase(harness.InterpreterCase):
         self.assertGreaterEqual(counts["reports"], 1, summary)
         self.assertLess(marked, (in_a + in_b) * 0.1, summary)
 
-    @harness.needs_native_merge
     def test_runs_placed_by_stack_address(self):
         with harness.Target(self.python, "native_target.py") as target:
             _, stderr = self.record(target, 2)

@@ -20,9 +20,14 @@ struct FrameOrigin {
     bool known = false;          // a symbol covers the address
     bool in_interpreter = false; // the python executable or its libpython
     bool in_libc = false;        // the C library (stripped on most systems)
+    bool in_eval_loop = false;   // in the eval loop's code as its module's ELF shows it (its
+                                 // symbol and the parts split off it: function_parts.hpp)
     int python_major = 3;        // 2.7's eval loop is PyEval_EvalFrameEx; 3's is
                                  // _PyEval_EvalFrameDefault, which PyEval_EvalFrameEx wraps
 };
+
+// The eval loop's function: _PyEval_EvalFrameDefault on 3, PyEval_EvalFrameEx on 2.
+std::string_view eval_function(int python_major) noexcept;
 
 // `function`: the symbol's name (a compiler's ".cold" or ".part.N" suffix allowed).
 FrameRole frame_role(std::string_view function, const FrameOrigin& origin) noexcept;

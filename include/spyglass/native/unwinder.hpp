@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -16,6 +17,7 @@
 #include <sys/types.h>
 
 #include "spyglass/native/context.hpp"
+#include "spyglass/native/function_parts.hpp"
 
 struct Dwfl;
 struct Dwfl_Module;
@@ -72,11 +74,27 @@ class Unwinder {
     // The source line of a pc from the module's DWARF (the file itself, .gnu_debuglink or
     // /usr/lib/debug/.build-id), cached.
     const SourceLine& source_line(std::uint64_t pc);
+    // The code of `function` in the module whose file is named `module` (its base name): the
+    // symbol's range and the parts a compiler split off it (function_parts.hpp). Empty when
+    // no such module or symbol. Valid for the current generation().
+    std::vector<CodeRange> function_parts(std::string_view module, std::string_view function);
     // Bumped each time the modules are reported again: what was cached by address (here and
     // by callers) may name another module's code since.
     [[nodiscard]] std::uint64_t generation() const noexcept { return generation_; }
+    // Whether the code before pc is a call (pc a return address): function_parts.hpp.
+    [[nodiscard]] bool follows_call(std::uint64_t pc) const;
+    // Unwinds of contexts without rbp that went on from a frame-pointer frame once its rbp was
+    // found on the stack.
+    [[nodiscard]] std::uint64_t frame_pointers_found() const noexcept {
+        return frame_pointers_found_;
+    }
 
     // For libdwfl's callbacks.
+    struct TargetRoot {
+        std::string proc;    // /proc/PID/root
+        std::string seen_as; // where that root is in our tree (its link's target); empty when
+                             // not known
+    };
     struct Current {
         pid_t tid = 0;
         const ContextView* context = nullptr;
@@ -96,9 +114,12 @@ class Unwinder {
     bool walk(pid_t tid, const ContextView& context, UnwindResult& out, std::size_t max_frames);
     // walk(), and again from the return address when the first frame could not be unwound.
     void walk_all(pid_t tid, const ContextView& context, UnwindResult& out, std::size_t max_frames);
+    // The walk of a context without rbp ended at a frame-pointer frame: rbp found on the stack.
+    void find_frame_pointer(pid_t tid, const ContextView& context, UnwindResult& out,
+                            std::size_t max_frames);
 
     pid_t pid_;
-    std::string root_;          // the target's root directory, through /proc
+    TargetRoot root_;           // the target's root directory
     Dwfl* dwfl_ = nullptr;      // unwinding: CFI from .eh_frame, no DWARF ever loaded
     Dwfl* line_dwfl_ = nullptr; // source lines: null when its modules could not be reported
     Current current_;
@@ -109,6 +130,8 @@ class Unwinder {
     std::uint64_t generation_ = 0;
     std::unordered_map<std::uint64_t, NativeSymbol> symbols_;
     std::unordered_map<std::uint64_t, SourceLine> lines_;
+    UnwindResult guessed_;
+    std::uint64_t frame_pointers_found_ = 0;
 };
 
 } // namespace spyglass::native

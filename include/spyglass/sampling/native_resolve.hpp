@@ -55,6 +55,10 @@ class NativeResolver {
 
   private:
     const NativeFrame& frame_at(std::uint64_t pc);
+    // The eval loop's code in the interpreter's module: its symbol and the parts a compiler
+    // split off it, which a stripped module does not name (native/function_parts.hpp).
+    void find_eval_parts();
+    [[nodiscard]] bool in_eval_loop(std::uint64_t pc) const noexcept;
     // Each eval call's anchor into anchors_ (PythonPart::anchors), from the raw chain and, on
     // 3.11, the _PyCFrame links in the stack copy.
     void find_anchors(std::span<const python::RawFrame> raw, std::uint32_t calls,
@@ -72,6 +76,7 @@ class NativeResolver {
     std::vector<std::uint64_t> anchors_;
     std::vector<std::size_t> first_of_call_;
     std::uint64_t generation_ = 0; // the unwinder's, when by_pc_ was filled
+    std::vector<native::CodeRange> eval_parts_;
     NativeResolveStats stats_;
 };
 
