@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -81,5 +82,13 @@ struct NativeTestLibrary {
         handle = nullptr;
     }
 };
+
+// Frame names innermost first, as one line for a failed assertion's message.
+inline std::string joined_frames(const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& name : names)
+        out += name + " <- ";
+    return out;
+}
 
 } // namespace spyglass::test_support

@@ -9,11 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "native_test_library.hpp"
 #include <gtest/gtest.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "spyglass/clock.hpp"
 #include "spyglass/native/function_parts.hpp"
 #include "spyglass/native/unwinder.hpp"
 #include "spyglass/process/live_memory.hpp"
@@ -62,13 +64,6 @@ SPYGLASS_FP_FRAME int spyglass_fp_outer(int x) {
 namespace spyglass::native {
 namespace {
 
-std::uint64_t now_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull +
-           static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
 std::vector<std::string> unwound(Unwinder& unwinder, pid_t tid,
                                  const std::vector<std::uint8_t>& bytes) {
     ContextView view;
@@ -79,13 +74,6 @@ std::vector<std::string> unwound(Unwinder& unwinder, pid_t tid,
     for (std::uint64_t pc : result.pcs)
         names.push_back(unwinder.symbol(pc).function);
     return names;
-}
-
-std::string joined(const std::vector<std::string>& names) {
-    std::string out;
-    for (const std::string& name : names)
-        out += name + " <- ";
-    return out;
 }
 
 TEST(NativeFramePointer, BlockedThreadsRbpIsFoundOnItsStack) {
@@ -100,8 +88,8 @@ TEST(NativeFramePointer, BlockedThreadsRbpIsFoundOnItsStack) {
     ::close(fds[0]);
     process::TaskSyscallReader reader(child, child);
     std::optional<process::TaskSyscall> call;
-    const std::uint64_t deadline = now_ns() + 10'000'000'000ull;
-    while (now_ns() < deadline) {
+    const std::uint64_t deadline = monotonic_ns() + 10'000'000'000ull;
+    while (monotonic_ns() < deadline) {
         call = reader.read();
         if (call && !call->running && call->number == SYS_read) break;
         ::sched_yield();
@@ -125,10 +113,10 @@ TEST(NativeFramePointer, BlockedThreadsRbpIsFoundOnItsStack) {
     ASSERT_EQ(::write(fds[1], "x", 1), 1);
     ASSERT_EQ(::waitpid(child, nullptr, 0), child);
     auto at = std::find(names.begin(), names.end(), "spyglass_fp_block3");
-    ASSERT_NE(at, names.end()) << joined(names);
-    ASSERT_GE(names.end() - at, 3) << joined(names);
-    EXPECT_EQ(at[1], "spyglass_fp_block2") << joined(names);
-    EXPECT_EQ(at[2], "spyglass_fp_block1") << joined(names);
+    ASSERT_NE(at, names.end()) << test_support::joined_frames(names);
+    ASSERT_GE(names.end() - at, 3) << test_support::joined_frames(names);
+    EXPECT_EQ(at[1], "spyglass_fp_block2") << test_support::joined_frames(names);
+    EXPECT_EQ(at[2], "spyglass_fp_block1") << test_support::joined_frames(names);
     EXPECT_EQ(unwinder.frame_pointers_found(), 1u);
 }
 
@@ -172,12 +160,12 @@ TEST(NativeFramePointer, TheRedZoneHoldsTheCallersRbpAtTheLastRet) {
     std::vector<std::string> without = unwound(unwinder, ::getpid(), context(0));
     std::vector<std::string> with = unwound(unwinder, ::getpid(), context(8));
     // Without the red zone the middle frame's CFA (rbp + 16) has no rbp: the walk ends there.
-    ASSERT_GE(without.size(), 2u) << joined(without);
-    EXPECT_EQ(without.size(), 2u) << joined(without);
-    ASSERT_GE(with.size(), 3u) << joined(with);
-    EXPECT_EQ(with[0], "spyglass_fp_leaf") << joined(with);
-    EXPECT_EQ(with[1], "spyglass_fp_middle") << joined(with);
-    EXPECT_EQ(with[2], "spyglass_fp_outer") << joined(with);
+    ASSERT_GE(without.size(), 2u) << test_support::joined_frames(without);
+    EXPECT_EQ(without.size(), 2u) << test_support::joined_frames(without);
+    ASSERT_GE(with.size(), 3u) << test_support::joined_frames(with);
+    EXPECT_EQ(with[0], "spyglass_fp_leaf") << test_support::joined_frames(with);
+    EXPECT_EQ(with[1], "spyglass_fp_middle") << test_support::joined_frames(with);
+    EXPECT_EQ(with[2], "spyglass_fp_outer") << test_support::joined_frames(with);
 }
 
 TEST(NativeFramePointer, AReturnAddressFollowsACall) {

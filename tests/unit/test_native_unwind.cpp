@@ -9,11 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "native_test_library.hpp"
 #include <gtest/gtest.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "spyglass/clock.hpp"
 #include "spyglass/native/unwinder.hpp"
 #include "spyglass/process/live_memory.hpp"
 #include "spyglass/process/task_syscall.hpp"
@@ -61,13 +63,6 @@ __attribute__((noinline)) void spyglass_test_spin_outer(int ready_fd) {
 namespace spyglass::native {
 namespace {
 
-std::uint64_t now_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull +
-           static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
 std::vector<std::uint8_t> copy_stack(pid_t pid, const ContextHeader& header) {
     process::LiveMemory memory(pid);
     std::vector<std::uint8_t> bytes(sizeof(ContextHeader) + kMaxStackCopy);
@@ -100,13 +95,6 @@ std::ptrdiff_t position(const std::vector<std::string>& names, const std::string
     return it == names.end() ? -1 : it - names.begin();
 }
 
-std::string joined(const std::vector<std::string>& names) {
-    std::string out;
-    for (const std::string& name : names)
-        out += name + " <- ";
-    return out;
-}
-
 TEST(NativeUnwind, BlockedThreadFromItsSyscallFileAlone) {
     int fds[2];
     ASSERT_EQ(::pipe(fds), 0);
@@ -120,8 +108,8 @@ TEST(NativeUnwind, BlockedThreadFromItsSyscallFileAlone) {
     // Ready when the kernel says the child is blocked in read().
     process::TaskSyscallReader reader(child, child);
     std::optional<process::TaskSyscall> call;
-    const std::uint64_t deadline = now_ns() + 10'000'000'000ull;
-    while (now_ns() < deadline) {
+    const std::uint64_t deadline = monotonic_ns() + 10'000'000'000ull;
+    while (monotonic_ns() < deadline) {
         call = reader.read();
         if (call && !call->running && call->number == SYS_read) break;
         ::sched_yield();
@@ -147,9 +135,10 @@ TEST(NativeUnwind, BlockedThreadFromItsSyscallFileAlone) {
 
     auto l3 = position(names, "spyglass_test_level3"), l2 = position(names, "spyglass_test_level2"),
          l1 = position(names, "spyglass_test_level1");
-    ASSERT_GE(l3, 1) << joined(names); // syscall() in the C library is above it
-    ASSERT_EQ(l2, l3 + 1) << joined(names);
-    EXPECT_EQ(l1, l2 + 1) << joined(names);
+    ASSERT_GE(l3, 1) << test_support::joined_frames(
+        names); // syscall() in the C library is above it
+    ASSERT_EQ(l2, l3 + 1) << test_support::joined_frames(names);
+    EXPECT_EQ(l1, l2 + 1) << test_support::joined_frames(names);
     EXPECT_EQ(unwinder.symbol(0).known, false);
     // This file is built with -g: the call in spyglass_test_level2 has its line (the source
     // line of a return address moved into its call), and a build-id names the module.
@@ -195,8 +184,8 @@ TEST(NativeUnwind, RunningThreadFromAStop) {
     ::kill(child, SIGKILL);
     ::waitpid(child, nullptr, 0);
     ASSERT_FALSE(names.empty());
-    EXPECT_EQ(names[0], "spyglass_test_spin_inner") << joined(names);
-    EXPECT_EQ(position(names, "spyglass_test_spin_outer"), 1) << joined(names);
+    EXPECT_EQ(names[0], "spyglass_test_spin_inner") << test_support::joined_frames(names);
+    EXPECT_EQ(position(names, "spyglass_test_spin_outer"), 1) << test_support::joined_frames(names);
 }
 
 TEST(NativeUnwind, AContextWithoutAProgramCounterIsRefused) {
