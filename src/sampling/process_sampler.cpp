@@ -356,6 +356,7 @@ bool ProcessSampler::push_sample(const python::ThreadRecord& record, ThreadState
                                  ThreadCapture base, PassStats& stats) {
     bool paused = false;
     CaptureOutcome outcome;
+    capturer_.set_thread_running(thread.on_cpu);
     if (options_.native) {
         if (!thread.syscall) thread.syscall.emplace(process_->pid(), record.tid);
         NativeThread native{&thread.stat,
@@ -380,6 +381,13 @@ bool ProcessSampler::push_sample(const python::ThreadRecord& record, ThreadState
     }
     thread.have_previous = false;
     if (outcome == CaptureOutcome::gone) return true;
+    if (!paused && outcome == CaptureOutcome::truncated &&
+        capturer_.raw().end == python::StackEnd::cycle) {
+        // A loop read from a thread that was not on a CPU is corruption only if it did not run
+        // during the read either: one that ran may have freed and reused a frame mid-read.
+        auto mark = thread.stat.read_run_mark();
+        if (!mark || !(*mark == thread.run)) outcome = CaptureOutcome::torn;
+    }
     const python::RawStack& raw = capturer_.raw();
     std::uint32_t depth = outcome == CaptureOutcome::torn ? 0 : raw.depth;
     const auto context_bytes = static_cast<std::uint32_t>(

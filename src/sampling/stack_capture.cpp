@@ -25,6 +25,7 @@ StackCapturer::StackCapturer(python::PythonProcess& process, int retries)
 CaptureOutcome StackCapturer::capture(python::ThreadRecord thread, Attempt how) {
     ++stats_.stacks;
     const int retries = how.retries >= 0 ? how.retries : retries_;
+    stopped_read_ = how.thread_stopped;
     CaptureOutcome outcome = CaptureOutcome::torn;
     for (int attempt = 0;; ++attempt) {
         ++stats_.attempts;
@@ -40,6 +41,7 @@ CaptureOutcome StackCapturer::capture(python::ThreadRecord thread, Attempt how) 
 }
 
 void StackCapturer::walk_stopped(python::ThreadRecord thread) {
+    stopped_read_ = true;
     ++stats_.stacks;
     ++stats_.attempts;
     process_.walker().walk(thread, raw_);

@@ -57,14 +57,18 @@ class StackCapturer {
 
     // Whether `outcome`, of the latest capture, says the thread changed while it was read:
     // torn, or cut short by a failed read (not by the frame limit, which cuts the same way
-    // each time, nor by a frame chain that loops: the links of a truncated capture were read
-    // again and had not changed, so the loop was there at one moment, which is corruption, not
-    // a race, and a pause would not read it any better).
+    // each time). A frame chain that loops is a race only in a thread that was running: up to
+    // 3.10 a frame freed and reused mid-read makes a chain that seems to loop, even twice in a
+    // row. Read from a thread that was stopped or asleep, the loop was there at one moment:
+    // corruption, which a pause would not read any better.
     [[nodiscard]] bool raced(CaptureOutcome outcome) const noexcept {
         return outcome == CaptureOutcome::torn ||
                (outcome == CaptureOutcome::truncated && raw_.end != python::StackEnd::too_deep &&
-                raw_.end != python::StackEnd::cycle);
+                (raw_.end != python::StackEnd::cycle || (running_ && !stopped_read_)));
     }
+    // Whether the thread to capture next was on a CPU when the pass looked at it (the
+    // sampler's view; dump does not know and leaves it false).
+    void set_thread_running(bool running) noexcept { running_ = running; }
 
     [[nodiscard]] const python::RawStack& raw() const noexcept { return raw_; }
     [[nodiscard]] const CaptureStats& stats() const noexcept { return stats_; }
@@ -78,6 +82,8 @@ class StackCapturer {
 
     python::PythonProcess& process_;
     int retries_;
+    bool running_ = false;      // set_thread_running
+    bool stopped_read_ = false; // the latest walk was of a stopped thread
     std::size_t header_size_;
     python::RawStack raw_;
     python::VerifyBatch batch_;
