@@ -12,7 +12,12 @@
 #include <vector>
 
 #include <dlfcn.h>
+#include <sched.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include "spyglass/clock.hpp"
+#include "spyglass/process/task_syscall.hpp"
 
 namespace spyglass::test_support {
 
@@ -89,6 +94,20 @@ inline std::string joined_frames(const std::vector<std::string>& names) {
     for (const std::string& name : names)
         out += name + " <- ";
     return out;
+}
+
+// The syscall file of a child that is about to block in read(2), once it is blocked there
+// (10 s at most); what was last read otherwise.
+inline std::optional<process::TaskSyscall> blocked_in_read(pid_t child) {
+    process::TaskSyscallReader reader(child, child);
+    std::optional<process::TaskSyscall> call;
+    const std::uint64_t deadline = monotonic_ns() + 10'000'000'000ull;
+    while (monotonic_ns() < deadline) {
+        call = reader.read();
+        if (call && !call->running && call->number == SYS_read) break;
+        ::sched_yield();
+    }
+    return call;
 }
 
 } // namespace spyglass::test_support

@@ -86,14 +86,7 @@ TEST(NativeFramePointer, BlockedThreadsRbpIsFoundOnItsStack) {
         _exit(spyglass_fp_block1(fds[0]) == 4 ? 0 : 1);
     }
     ::close(fds[0]);
-    process::TaskSyscallReader reader(child, child);
-    std::optional<process::TaskSyscall> call;
-    const std::uint64_t deadline = monotonic_ns() + 10'000'000'000ull;
-    while (monotonic_ns() < deadline) {
-        call = reader.read();
-        if (call && !call->running && call->number == SYS_read) break;
-        ::sched_yield();
-    }
+    std::optional<process::TaskSyscall> call = test_support::blocked_in_read(child);
     ASSERT_TRUE(call && call->number == SYS_read) << "the child never blocked in read()";
     ContextHeader header;
     header.regs[rsp] = call->sp;
