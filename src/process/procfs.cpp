@@ -361,6 +361,17 @@ std::expected<TaskStatReader::RunMark, Errc> TaskStatReader::read_run_mark() noe
     return mark;
 }
 
+std::expected<TaskStatReader::Reading, Errc> TaskStatReader::read_schedstat() noexcept {
+    if (out_of_descriptors_ && !reopen()) return std::unexpected(Errc::io);
+    if (schedstat_fd_ < 0) return std::unexpected(Errc::process_gone);
+    char buffer[128];
+    ssize_t n = ::pread(schedstat_fd_, buffer, sizeof buffer - 1, 0);
+    if (n <= 0) return std::unexpected(Errc::process_gone);
+    Reading reading;
+    parse_schedstat(buffer, buffer + n, reading.run_ns, reading.delay_ns, reading.slices);
+    return reading;
+}
+
 namespace {
 // The "processor" field (the 39th) of a stat line, given from its third field (the state) on;
 // -1 if the line is cut short or the field is not a number.

@@ -183,7 +183,7 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
         process::TaskStatReader::RunMark run{};
         std::uint64_t delay_ns = 0;
         char state = 0;
-        bool known_idle = false, state_read = false;
+        bool known_idle = false;
         if (sched != nullptr && options_.reuse_idle && thread.have_run_ns &&
             (!thread.on_cpu || thread.starved) &&
             sched->seen(record.tid) == process::SchedWatch::Seen::idle) {
@@ -191,7 +191,25 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
             run = thread.run;
             state = sched->runnable(record.tid) ? 'R' : 'S';
         }
-        if (!known_idle && options_.reuse_idle && thread.have_run_ns && !thread.on_cpu) {
+        // On a CPU, or preempted and waiting for one, by the same events: /proc's 'R' without
+        // stat's 52 formatted fields; schedstat still gives the run time and the delay. (Not
+        // with --native: its pause wants the CPU the thread last ran on, from stat.)
+        bool state_read = false;
+        if (!known_idle && sched != nullptr && !options_.native && thread.have_run_ns &&
+            sched->runnable(record.tid)) {
+            auto reading = thread.stat.read_schedstat();
+            if (!reading) {
+                if (reading.error() == Errc::io) short_of_descriptors(thread, stats);
+                continue; // the thread exited
+            }
+            state = 'R';
+            run = {reading->run_ns, reading->slices};
+            delay_ns = reading->delay_ns;
+            state_read = true;
+            ++stats.state_from_events;
+        }
+        if (state == 0 && !known_idle && options_.reuse_idle && thread.have_run_ns &&
+            !thread.on_cpu) {
             auto mark = thread.stat.read_run_mark();
             if (!mark) {
                 if (mark.error() == Errc::io) short_of_descriptors(thread, stats);

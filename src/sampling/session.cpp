@@ -554,8 +554,9 @@ SessionResult Session::run(model::SampleSink& sink, const std::atomic<int>& stop
                                                  : static_cast<double>(result.sampling_cpu_ns) /
                                                        1e3 / static_cast<double>(stats.samples);
     spdlog::info("{} thread samples: {} with the stack of the thread's previous sample, {} of "
-                 "threads the scheduler's events showed idle (no read at all), {} dropped",
-                 stats.samples, stats.reused, stats.unread, stats.dropped);
+                 "threads the scheduler's events showed idle (no read at all), {} of threads "
+                 "they showed runnable (no stat read), {} dropped",
+                 stats.samples, stats.reused, stats.unread, stats.state_from_events, stats.dropped);
     spdlog::info("sampling thread: {:.1f} ms of CPU ({:.2f} us per thread sample); resolver "
                  "thread: {:.1f} ms; {} code objects read, {} stacks resolved from cache",
                  static_cast<double>(result.sampling_cpu_ns) / 1e6, per_sample,

@@ -46,6 +46,14 @@ TEST(RunMark, AThreadThatWokeHasMoreSlicesWhateverItsRunTime) {
     ASSERT_TRUE(full.has_value());
     EXPECT_EQ(full->slices, asleep->slices);
     EXPECT_EQ(full->run_ns, asleep->run_ns);
+    // schedstat alone: the same run time, slices and delay as the full reading, no state.
+    auto sched = reader.read_schedstat();
+    ASSERT_TRUE(sched.has_value());
+    EXPECT_EQ(sched->run_ns, full->run_ns);
+    EXPECT_EQ(sched->slices, full->slices);
+    EXPECT_EQ(sched->delay_ns, full->delay_ns);
+    EXPECT_EQ(sched->state, '?');
+    EXPECT_EQ(sched->cpu, -1);
 
     ASSERT_EQ(::write(go[1], "x", 1), 1);
     while (!spinning.load())

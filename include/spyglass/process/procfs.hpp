@@ -114,6 +114,9 @@ class TaskStatReader {
     std::expected<Reading, Errc> read() noexcept;
     // Only the run time and slices (one pread of schedstat).
     std::expected<RunMark, Errc> read_run_mark() noexcept;
+    // schedstat alone (run time, delay, slices; state '?', cpu -1): for a thread whose state
+    // is known otherwise, one cheap pread instead of stat's formatting of 52 fields.
+    std::expected<Reading, Errc> read_schedstat() noexcept;
     // What the thread is blocked in now (one pread of /proc/PID/task/TID/syscall). Fails with
     // permission_denied without ptrace access, process_gone once the task has exited.
     std::expected<SyscallState, Errc> read_syscall() noexcept;

@@ -45,13 +45,14 @@ struct SamplerOptions {
 };
 
 struct PassStats {
-    std::uint64_t samples = 0;     // thread samples captured
-    std::uint64_t errors = 0;      // of which torn, or cut by a read that failed
-    std::uint64_t reused = 0;      // of which the same stack as the thread's previous sample
-    std::uint64_t skipped = 0;     // threads not sampled (--mode cpu off-CPU, --gil)
-    std::uint64_t unread = 0;      // threads known idle from scheduler events: no /proc read
-    std::uint64_t dropped = 0;     // captures the queue had no room for
-    std::uint64_t wait_reads = 0;  // off-CPU threads whose syscall file was read
+    std::uint64_t samples = 0;           // thread samples captured
+    std::uint64_t errors = 0;            // of which torn, or cut by a read that failed
+    std::uint64_t reused = 0;            // of which the same stack as the thread's previous sample
+    std::uint64_t skipped = 0;           // threads not sampled (--mode cpu off-CPU, --gil)
+    std::uint64_t unread = 0;            // threads known idle from scheduler events: no /proc read
+    std::uint64_t state_from_events = 0; // runnable by those events: schedstat, not stat, read
+    std::uint64_t dropped = 0;           // captures the queue had no room for
+    std::uint64_t wait_reads = 0;        // off-CPU threads whose syscall file was read
     std::uint64_t wait_reused = 0; // off-CPU threads still in the call of their previous sample
     // Threads whose /proc files could not be opened for lack of descriptors: not sampled
     // (each counted once), and the passes that left one out.
