@@ -15,9 +15,14 @@ ALLOWED = {
     "python": {"process"},
     "model": set(),
     "native": {"process"},
-    "sampling": {"process", "python", "model", "native"},
+    # The sampling thread (capture) and the resolver thread (resolve) meet only in handoff.
+    "handoff": {"process", "python"},
+    "capture": {"process", "python", "model", "native", "handoff"},
+    "resolve": {"process", "python", "model", "native", "handoff"},
+    "sampling": {"process", "python", "model", "native", "handoff", "capture", "resolve"},
     "output": {"model"},
-    "cli": {"process", "python", "model", "native", "sampling", "output"},
+    "cli": {"process", "python", "model", "native", "handoff", "capture", "resolve", "sampling",
+            "output"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"spyglass/([a-z_]+)/')
 

@@ -2,15 +2,15 @@
 
 #include <optional>
 
+#include "spyglass/capture/native_capture.hpp"
+#include "spyglass/capture/wait_capture.hpp"
 #include "spyglass/process/procfs.hpp"
 #include "spyglass/process/task_syscall.hpp"
 #include "spyglass/process/thread_tracer.hpp"
 #include "spyglass/python/objects.hpp"
-#include "spyglass/sampling/native_capture.hpp"
-#include "spyglass/sampling/native_resolve.hpp"
+#include "spyglass/resolve/native_resolve.hpp"
+#include "spyglass/resolve/wait_resolve.hpp"
 #include "spyglass/sampling/stack_reader.hpp"
-#include "spyglass/sampling/wait_capture.hpp"
-#include "spyglass/sampling/wait_resolve.hpp"
 
 namespace spyglass::sampling {
 

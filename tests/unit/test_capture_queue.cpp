@@ -6,9 +6,9 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "spyglass/capture/process_sampler.hpp"
 #include "spyglass/cli/summary.hpp"
-#include "spyglass/sampling/capture.hpp"
-#include "spyglass/sampling/process_sampler.hpp"
+#include "spyglass/handoff/capture_queue.hpp"
 
 namespace {
 

@@ -8,10 +8,10 @@
 #include "../tools/fixture_file.hpp"
 #include <gtest/gtest.h>
 
+#include "spyglass/capture/stack_capture.hpp"
 #include "spyglass/process/fake_memory.hpp"
 #include "spyglass/python/interpreter.hpp"
 #include "spyglass/python/layout.hpp"
-#include "spyglass/sampling/stack_capture.hpp"
 #include "spyglass/sampling/stack_reader.hpp"
 
 namespace {

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "spyglass/sampling/native_capture.hpp"
+#include "spyglass/capture/native_capture.hpp"
 
 namespace spyglass::sampling {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "spyglass/native/frame_role.hpp"
-#include "spyglass/sampling/native_merge.hpp"
+#include "spyglass/resolve/native_merge.hpp"
 
 namespace spyglass::sampling {
 namespace {

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "spyglass/sampling/native_resolve.hpp"
+#include "spyglass/resolve/native_resolve.hpp"
 
 extern "C" __attribute__((noinline)) int spyglass_resolve_test_leaf(int x) {
     asm volatile("" ::: "memory");

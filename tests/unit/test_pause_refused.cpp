@@ -10,10 +10,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "spyglass/capture/paused_read.hpp"
+#include "spyglass/capture/stack_capture.hpp"
 #include "spyglass/cli/summary.hpp"
 #include "spyglass/process/thread_tracer.hpp"
-#include "spyglass/sampling/paused_read.hpp"
-#include "spyglass/sampling/stack_capture.hpp"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include "spyglass/model/frame_table.hpp"
 #include "spyglass/process/fake_memory.hpp"
 #include "spyglass/process/proc_waits.hpp"
-#include "spyglass/sampling/wait_resolve.hpp"
+#include "spyglass/resolve/wait_resolve.hpp"
 
 namespace {
 

@@ -15,13 +15,13 @@
 
 #include <sys/types.h>
 
+#include "spyglass/capture/process_sampler.hpp"
 #include "spyglass/error.hpp"
+#include "spyglass/handoff/capture_queue.hpp"
 #include "spyglass/model/frame_table.hpp"
 #include "spyglass/model/recording.hpp"
 #include "spyglass/model/sample.hpp"
-#include "spyglass/sampling/capture.hpp"
-#include "spyglass/sampling/process_sampler.hpp"
-#include "spyglass/sampling/resolver.hpp"
+#include "spyglass/resolve/resolver.hpp"
 
 namespace spyglass::sampling {
 

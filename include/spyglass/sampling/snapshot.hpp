@@ -3,11 +3,11 @@
 
 #include <cstddef>
 
+#include "spyglass/capture/paused_read.hpp"
 #include "spyglass/error.hpp"
 #include "spyglass/model/frame_table.hpp"
 #include "spyglass/model/snapshot.hpp"
 #include "spyglass/python/interpreter.hpp"
-#include "spyglass/sampling/paused_read.hpp"
 
 namespace spyglass::sampling {
 

@@ -5,10 +5,10 @@
 
 #include <vector>
 
+#include "spyglass/capture/stack_capture.hpp"
 #include "spyglass/model/frame_table.hpp"
 #include "spyglass/python/interpreter.hpp"
-#include "spyglass/sampling/stack_capture.hpp"
-#include "spyglass/sampling/stack_resolve.hpp"
+#include "spyglass/resolve/stack_resolve.hpp"
 
 namespace spyglass::sampling {
 

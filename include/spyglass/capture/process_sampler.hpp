@@ -12,16 +12,16 @@
 
 #include <sys/types.h>
 
+#include "spyglass/capture/native_capture.hpp"
+#include "spyglass/capture/paused_read.hpp"
+#include "spyglass/capture/stack_capture.hpp"
+#include "spyglass/handoff/capture_queue.hpp"
 #include "spyglass/model/recording.hpp"
 #include "spyglass/process/exec_watch.hpp"
 #include "spyglass/process/procfs.hpp"
 #include "spyglass/process/sched_watch.hpp"
 #include "spyglass/process/thread_tracer.hpp"
 #include "spyglass/python/interpreter.hpp"
-#include "spyglass/sampling/capture.hpp"
-#include "spyglass/sampling/native_capture.hpp"
-#include "spyglass/sampling/paused_read.hpp"
-#include "spyglass/sampling/stack_capture.hpp"
 
 namespace spyglass::sampling {
 

@@ -3,9 +3,9 @@
 // thread is still blocked on it. Numbers only; wait_resolve.hpp says what they mean.
 #pragma once
 
+#include "spyglass/handoff/capture_queue.hpp"
 #include "spyglass/process/proc_waits.hpp"
 #include "spyglass/process/procfs.hpp"
-#include "spyglass/sampling/capture.hpp"
 
 namespace spyglass::sampling {
 

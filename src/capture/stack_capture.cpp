@@ -1,22 +1,8 @@
-#include "spyglass/sampling/stack_capture.hpp"
+#include "spyglass/capture/stack_capture.hpp"
 
 #include <algorithm>
 
 namespace spyglass::sampling {
-
-const char* capture_outcome_name(CaptureOutcome outcome) noexcept {
-    switch (outcome) {
-    case CaptureOutcome::ok:
-        return "ok";
-    case CaptureOutcome::truncated:
-        return "truncated";
-    case CaptureOutcome::torn:
-        return "torn";
-    case CaptureOutcome::gone:
-        return "gone";
-    }
-    return "?";
-}
 
 StackCapturer::StackCapturer(python::PythonProcess& process, int retries)
     : process_(process), retries_(retries),

@@ -1,4 +1,4 @@
-#include "spyglass/sampling/wait_resolve.hpp"
+#include "spyglass/resolve/wait_resolve.hpp"
 
 #include <algorithm>
 #include <cstring>

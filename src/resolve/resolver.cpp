@@ -1,4 +1,4 @@
-#include "spyglass/sampling/resolver.hpp"
+#include "spyglass/resolve/resolver.hpp"
 
 #include <ctime>
 

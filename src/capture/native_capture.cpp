@@ -1,4 +1,4 @@
-#include "spyglass/sampling/native_capture.hpp"
+#include "spyglass/capture/native_capture.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -7,7 +7,6 @@
 #include <sched.h>
 
 #include "spyglass/clock.hpp"
-#include "spyglass/sampling/native_resolve.hpp"
 
 namespace spyglass::sampling {
 
@@ -54,60 +53,7 @@ native::ContextHeader from_registers(const user_regs_struct& regs) {
     return header;
 }
 
-constexpr std::uint64_t kFlagBits = 0xffff'ffffu;
-
 } // namespace
-
-void NativeFeedback::note(std::uint32_t thread, std::uint32_t flags) noexcept {
-    if (flags == 0) return;
-    std::atomic<std::uint64_t>& slot = slots_[thread % kSlots];
-    const std::uint64_t tag = std::uint64_t{thread} << 32;
-    std::uint64_t old = slot.load(std::memory_order_relaxed);
-    for (;;) {
-        // The thread's own flags are added to; another thread's are replaced.
-        const std::uint64_t want = (old & ~kFlagBits) == tag ? old | flags : tag | flags;
-        if (slot.compare_exchange_weak(old, want, std::memory_order_relaxed)) return;
-    }
-}
-
-std::uint32_t NativeFeedback::take(std::uint32_t thread) noexcept {
-    std::atomic<std::uint64_t>& slot = slots_[thread % kSlots];
-    const std::uint64_t tag = std::uint64_t{thread} << 32;
-    std::uint64_t old = slot.load(std::memory_order_relaxed);
-    while ((old & kFlagBits) != 0 && (old & ~kFlagBits) == tag)
-        if (slot.compare_exchange_weak(old, 0, std::memory_order_relaxed))
-            return static_cast<std::uint32_t>(old & kFlagBits);
-    return 0;
-}
-
-UnwindSummary summarize_unwind(const NativeResolver& resolver, const NativeResolveStats& before,
-                               std::span<const python::RawFrame> raw,
-                               std::vector<std::uint32_t>& calls) {
-    UnwindSummary summary;
-    const NativeResolveStats& after = resolver.stats();
-    summary.unwound = after.stacks > before.stacks;
-    summary.failed = after.unwind_failed > before.unwind_failed;
-    if (!summary.unwound || summary.failed) return summary;
-    summary.reached_copy_end = resolver.last_unwind().reached_copy_end;
-    for (const NativeFrame& frame : resolver.last_native())
-        summary.native_evals += frame.role == native::FrameRole::eval;
-    summary.python_calls = eval_calls(raw, calls);
-    return summary;
-}
-
-std::uint32_t native_feedback(const UnwindSummary& unwind, bool stopped, bool on_cpu) noexcept {
-    if (!unwind.unwound) return 0;
-    std::uint32_t flags = 0;
-    if (unwind.reached_copy_end) flags |= NativeFeedback::cut;
-    // Fewer eval frames than the chain has calls, the copy not used up: the walk stopped at a
-    // frame it had no register for (an rbp-based frame above a leaf that did not save rbp).
-    // More of them is not that (a chain read at another moment): a stop would not help.
-    const bool ended_early =
-        unwind.failed || (!unwind.reached_copy_end && unwind.native_evals < unwind.python_calls);
-    if (ended_early && !stopped) flags |= NativeFeedback::short_unstopped;
-    if (ended_early && stopped && !on_cpu) flags |= NativeFeedback::short_stopped;
-    return flags;
-}
 
 NativePolicy::Change NativePolicy::learn(std::uint32_t flags) noexcept {
     Change change;

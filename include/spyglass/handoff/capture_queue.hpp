@@ -14,9 +14,9 @@
 
 #include <sys/types.h>
 
+#include "spyglass/handoff/capture_outcome.hpp"
 #include "spyglass/process/proc_waits.hpp"
 #include "spyglass/python/stack_walker.hpp"
-#include "spyglass/sampling/stack_capture.hpp"
 
 namespace spyglass::sampling {
 
@@ -30,7 +30,7 @@ enum class CaptureKind : std::uint8_t {
 
 // What an off-CPU thread was blocked in, as the sampling thread read it: numbers only (the
 // system call, its first arguments, what the descriptor of an fd-based call is). The resolver
-// turns them into a model::Wait (src/sampling/wait_resolve.cpp).
+// turns them into a model::Wait (src/resolve/wait_resolve.cpp).
 enum class WaitRead : std::uint8_t {
     none,        // not asked (--no-waits, running), or nothing could be read
     previous,    // it has not run since its previous sample: still in the same call

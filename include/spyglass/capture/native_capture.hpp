@@ -17,13 +17,14 @@
 #include <span>
 #include <vector>
 
+#include "spyglass/capture/paused_read.hpp"
+#include "spyglass/capture/stack_capture.hpp"
+#include "spyglass/handoff/native_feedback.hpp"
 #include "spyglass/native/context.hpp"
 #include "spyglass/process/procfs.hpp"
 #include "spyglass/process/task_syscall.hpp"
 #include "spyglass/process/thread_tracer.hpp"
 #include "spyglass/python/interpreter.hpp"
-#include "spyglass/sampling/paused_read.hpp"
-#include "spyglass/sampling/stack_capture.hpp"
 
 namespace spyglass::sampling {
 
@@ -59,50 +60,6 @@ struct NativeThread {
     std::uint32_t stack_copy = native::kMaxStackCopy; // bytes of stack to copy
     bool stop_when_blocked = false; // stop it even when blocked (unless PauseMode::never)
 };
-
-// What the resolver learned of a thread's latest native captures, left for the sampling
-// thread's next capture of that thread: one word per slot holding the thread's session number
-// (ThreadCapture::thread, never reused) and the flags. Lock-free; the resolver ORs flags in, the
-// sampling thread takes them. Two threads sharing a slot overwrite each other's flags: a flag
-// lost that way only comes again with a later capture.
-class NativeFeedback {
-  public:
-    enum Flag : std::uint32_t {
-        cut = 1u << 0,             // the unwind went on to the end of the stack copy
-        short_unstopped = 1u << 1, // taken without a stop, its unwind ended early
-        short_stopped = 1u << 2,   // a blocked thread taken with a stop, its unwind ended early
-    };
-    void note(std::uint32_t thread, std::uint32_t flags) noexcept;
-    // The flags noted for `thread` since it last took them (0: none).
-    std::uint32_t take(std::uint32_t thread) noexcept;
-
-  private:
-    static constexpr std::size_t kSlots = 4096;
-    std::array<std::atomic<std::uint64_t>, kSlots> slots_{};
-};
-
-class NativeResolver;
-struct NativeResolveStats;
-
-// What the resolver learned of one capture, for its feedback.
-struct UnwindSummary {
-    bool unwound = false;           // it had registers and the unwinder was asked
-    bool failed = false;            // the unwind gave no frame at all
-    bool reached_copy_end = false;  // the walk went on to the end of the stack copy
-    std::uint32_t native_evals = 0; // eval-loop frames the unwind found
-    std::uint32_t python_calls = 0; // eval calls the Python chain ran in
-};
-
-// The summary of the capture `resolver` just resolved: `before` is its stats() before it, `raw`
-// the capture's Python frames (`calls` scratch space).
-UnwindSummary summarize_unwind(const NativeResolver& resolver, const NativeResolveStats& before,
-                               std::span<const python::RawFrame> raw,
-                               std::vector<std::uint32_t>& calls);
-
-// The NativeFeedback flags of a capture. Its unwind ended early when it gave no frame, or
-// stopped (not at the end of its copy) before the eval frames its Python frames ran in: only
-// registers a stop gives take it further, if anything does.
-std::uint32_t native_feedback(const UnwindSummary& unwind, bool stopped, bool on_cpu) noexcept;
 
 // A thread's native capture settings, kept by the sampler across samples.
 struct NativePolicy {

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "spyglass/capture/stack_capture.hpp"
 #include "spyglass/model/recording.hpp"
 #include "spyglass/process/procfs.hpp"
 #include "spyglass/process/thread_tracer.hpp"
 #include "spyglass/python/interpreter.hpp"
-#include "spyglass/sampling/stack_capture.hpp"
 
 namespace spyglass::sampling {
 

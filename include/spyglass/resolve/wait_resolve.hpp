@@ -18,13 +18,13 @@
 
 #include <sys/types.h>
 
+#include "spyglass/handoff/capture_queue.hpp"
 #include "spyglass/model/frame_table.hpp"
 #include "spyglass/model/wait.hpp"
 #include "spyglass/process/memory.hpp"
 #include "spyglass/process/proc_waits.hpp"
 #include "spyglass/python/target.hpp"
 #include "spyglass/python/waits.hpp"
-#include "spyglass/sampling/capture.hpp"
 
 namespace spyglass::sampling {
 

@@ -8,19 +8,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "spyglass/handoff/capture_outcome.hpp"
 #include "spyglass/python/code.hpp"
 #include "spyglass/python/interpreter.hpp"
 
 namespace spyglass::sampling {
-
-enum class CaptureOutcome : std::uint8_t {
-    ok,
-    truncated, // the chain could not be read to its end (or is deeper than the frame limit)
-    torn,      // the thread kept changing its stack while it was read, on every attempt
-    gone,      // the process or thread exited
-};
-
-const char* capture_outcome_name(CaptureOutcome outcome) noexcept;
 
 struct CaptureStats {
     std::uint64_t stacks = 0;

@@ -1,4 +1,4 @@
-#include "spyglass/sampling/stack_resolve.hpp"
+#include "spyglass/resolve/stack_resolve.hpp"
 
 #include <algorithm>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "spyglass/sampling/paused_read.hpp"
+#include "spyglass/capture/paused_read.hpp"
 
 #include <bit>
 #include <ctime>

@@ -1,4 +1,4 @@
-#include "spyglass/sampling/wait_capture.hpp"
+#include "spyglass/capture/wait_capture.hpp"
 
 #include <algorithm>
 

@@ -10,15 +10,15 @@
 #include <unordered_map>
 #include <vector>
 
+#include "spyglass/handoff/capture_queue.hpp"
+#include "spyglass/handoff/native_feedback.hpp"
 #include "spyglass/model/frame_table.hpp"
 #include "spyglass/model/sample.hpp"
 #include "spyglass/python/objects.hpp"
 #include "spyglass/python/target.hpp"
-#include "spyglass/sampling/capture.hpp"
-#include "spyglass/sampling/native_capture.hpp"
-#include "spyglass/sampling/native_resolve.hpp"
-#include "spyglass/sampling/stack_resolve.hpp"
-#include "spyglass/sampling/wait_resolve.hpp"
+#include "spyglass/resolve/native_resolve.hpp"
+#include "spyglass/resolve/stack_resolve.hpp"
+#include "spyglass/resolve/wait_resolve.hpp"
 
 namespace spyglass::sampling {
 

@@ -1,4 +1,4 @@
-#include "spyglass/sampling/native_merge.hpp"
+#include "spyglass/resolve/native_merge.hpp"
 
 namespace spyglass::sampling {
 

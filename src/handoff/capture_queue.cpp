@@ -1,4 +1,4 @@
-#include "spyglass/sampling/capture.hpp"
+#include "spyglass/handoff/capture_queue.hpp"
 
 #include <bit>
 #include <chrono>

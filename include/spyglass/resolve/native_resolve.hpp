@@ -10,11 +10,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "spyglass/handoff/native_feedback.hpp"
 #include "spyglass/model/frame_table.hpp"
 #include "spyglass/native/unwinder.hpp"
 #include "spyglass/python/stack_walker.hpp"
 #include "spyglass/python/target.hpp"
-#include "spyglass/sampling/native_merge.hpp"
+#include "spyglass/resolve/native_merge.hpp"
 
 namespace spyglass::sampling {
 
@@ -79,5 +80,11 @@ class NativeResolver {
     std::vector<native::CodeRange> eval_parts_;
     NativeResolveStats stats_;
 };
+
+// The summary of the capture `resolver` just resolved: `before` is its stats() before it, `raw`
+// the capture's Python frames (`calls` scratch space).
+UnwindSummary summarize_unwind(const NativeResolver& resolver, const NativeResolveStats& before,
+                               std::span<const python::RawFrame> raw,
+                               std::vector<std::uint32_t>& calls);
 
 } // namespace spyglass::sampling

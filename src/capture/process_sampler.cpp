@@ -1,4 +1,4 @@
-#include "spyglass/sampling/process_sampler.hpp"
+#include "spyglass/capture/process_sampler.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "spyglass/sampling/wait_capture.hpp"
+#include "spyglass/capture/wait_capture.hpp"
 
 namespace spyglass::sampling {
 

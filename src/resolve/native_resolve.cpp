@@ -1,4 +1,4 @@
-#include "spyglass/sampling/native_resolve.hpp"
+#include "spyglass/resolve/native_resolve.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -215,6 +215,21 @@ void NativeResolver::resolve(pid_t tid, std::span<const std::uint8_t> context,
         }
         break;
     }
+}
+
+UnwindSummary summarize_unwind(const NativeResolver& resolver, const NativeResolveStats& before,
+                               std::span<const python::RawFrame> raw,
+                               std::vector<std::uint32_t>& calls) {
+    UnwindSummary summary;
+    const NativeResolveStats& after = resolver.stats();
+    summary.unwound = after.stacks > before.stacks;
+    summary.failed = after.unwind_failed > before.unwind_failed;
+    if (!summary.unwound || summary.failed) return summary;
+    summary.reached_copy_end = resolver.last_unwind().reached_copy_end;
+    for (const NativeFrame& frame : resolver.last_native())
+        summary.native_evals += frame.role == native::FrameRole::eval;
+    summary.python_calls = eval_calls(raw, calls);
+    return summary;
 }
 
 } // namespace spyglass::sampling
