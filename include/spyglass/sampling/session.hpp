@@ -6,11 +6,9 @@
 
 #include <atomic>
 #include <functional>
-#include <map>
 #include <memory>
-#include <optional>
-#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <sys/types.h>
@@ -22,6 +20,8 @@
 #include "spyglass/model/recording.hpp"
 #include "spyglass/model/sample.hpp"
 #include "spyglass/resolve/resolver.hpp"
+#include "spyglass/sampling/target_set.hpp"
+#include "spyglass/sampling/tick_clock.hpp"
 
 namespace spyglass::sampling {
 
@@ -69,21 +69,29 @@ class Session {
                       const std::function<void(const Progress&)>& progress);
 
   private:
-    bool try_attach(pid_t pid, bool report_errors);
-    void add_sampler(std::unique_ptr<python::PythonProcess> process);
-    void retire(ProcessSampler& sampler);
-    void scan_children();
-    // A process just seen (a child that forked, a pid found by the scan): try it now.
-    void consider(pid_t pid);
-    // New children and execs from the scheduler's events (--subprocesses).
-    void take_process_events();
-    bool anything_alive() const;
+    // The recording begins: the sink hears of it, the resolver and the scheduler's events are
+    // set up, the processes attached before are registered.
+    void begin(model::SampleSink& sink);
+    // The resolver's own thread (none with resolve_inline: then nothing is joinable).
+    std::thread start_resolver();
+    // Ticks until the duration, a stop request or every target's exit; returns the time it
+    // ended at.
+    std::uint64_t tick_until_done(TickClock& clock, const std::atomic<int>& stop,
+                                  const std::function<void(const Progress&)>& progress,
+                                  PassStats& stats);
+    // Updates the totals after a pass.
+    void count_pass(std::uint64_t elapsed_ns, const PassStats& stats);
+    // Retires everything, lets the resolver finish and fills the totals.
+    void finish(std::thread& resolving, SessionResult& result);
+    void say_stats(const SessionResult& result) const;
     // Sleeps until the absolute monotonic time, answering traced threads' stops meanwhile;
     // false when a stop was requested.
     bool sleep_until(std::uint64_t deadline_ns, const std::atomic<int>& stop);
     // Pushes an event (not a sample) for the resolver; events are never dropped: the queue
     // is drained inline when it is full.
     void push_event(CaptureKind kind, std::uint32_t slot);
+    // A process is sampled from now on: the resolver is told (or told at begin()).
+    void process_added(std::uint32_t slot, const python::TargetInfo& target, pid_t pid);
 
     model::FrameTable& frames_;
     model::StackTable& stacks_;
@@ -96,28 +104,9 @@ class Session {
     std::unique_ptr<process::SchedWatch> sched_; // which threads ran; null: /proc tells
     // Attached before run(): the resolver is made by run(), so they are registered then.
     std::vector<std::pair<std::uint32_t, std::shared_ptr<const ProcessContext>>> early_;
-    std::vector<std::unique_ptr<ProcessSampler>> samplers_;
-    std::uint32_t next_slot_ = 0;
-    std::set<pid_t> roots_;      // processes whose descendants are followed
-    std::set<pid_t> known_;      // every pid considered (Python or not)
-    std::set<pid_t> pending_;    // not (yet) Python: retried
-    std::set<pid_t> replaced_;   // exec'd a new program: waiting to see whether it is Python
-    std::set<pid_t> not_python_; // pending, and not Python when last looked at
-    // Execs of each process: a root's first kExecsSaid are warnings, the others said with -v.
-    static constexpr std::uint32_t kExecsSaid = 2;
-    std::map<pid_t, std::uint32_t> execs_;
-    [[nodiscard]] bool exec_said(pid_t pid) const; // a warning, not a -v line
-    // Processes just forked or exec'd: the dynamic loader may not have mapped libpython yet,
-    // so "not Python" is no verdict until this time (monotonic ns).
-    std::map<pid_t, std::uint64_t> young_until_;
-    std::map<pid_t, python::TargetInfo> discovered_; // found, not initialized yet
-    std::optional<pid_t> watched_;
-    std::function<bool()> watched_alive_;
     model::RecordingTotals totals_;
-    PauseStats pauses_;
-    bool waiting_note_printed_ = false;
-    std::uint64_t pass_elapsed_ns_ = 0;    // the current pass's time since the recording started
-    std::uint64_t fast_pending_until_ = 0; // until then pending pids are polled often
+    std::uint64_t pass_elapsed_ns_ = 0; // the current pass's time since the recording started
+    TargetSet targets_;
 };
 
 } // namespace spyglass::sampling
