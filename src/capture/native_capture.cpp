@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <ctime>
+#include <optional>
 
 #include <sched.h>
 
@@ -72,86 +73,89 @@ NativePolicy::Change NativePolicy::learn(std::uint32_t flags) noexcept {
     return change;
 }
 
-CaptureOutcome capture_native(python::PythonProcess& process, StackCapturer& capturer,
-                              process::ThreadTracer& tracer, PauseMode mode,
-                              python::ThreadRecord record, NativeThread& thread,
-                              std::vector<std::uint8_t>& context, NativeStats& stats,
-                              PauseStats& pauses, bool& stopped) {
-    stopped = false;
+namespace {
+
+// A thread blocked in a system call, read without a stop: its stack pointer and program counter
+// from its syscall file, its stack copied, its Python frames read; the read stands when /proc
+// then says it stayed in that same call without running. Nothing when it moved.
+std::optional<CaptureOutcome> read_blocked(const CaptureContext& where, python::ThreadRecord record,
+                                           NativeThread& thread, std::vector<std::uint8_t>& context,
+                                           NativeStats& stats) {
+    auto before = thread.syscall->read();
+    if (!before || before->running || before->sp == 0) return std::nullopt;
+    copy_stack(where.process.memory(), before->sp, thread.stack_copy, context);
+    CaptureOutcome outcome = where.capturer.capture(record, {.thread_stopped = false});
+    auto after = thread.syscall->read();
+    auto run = thread.stat->read_run_mark();
+    // Still in the same call, at the same place, without having run: the copy, the Python
+    // frames and the registers are one moment of it.
+    if (after && *after == *before && run && *run == thread.run &&
+        outcome != CaptureOutcome::torn) {
+        native::ContextHeader header;
+        header.regs[native::rsp] = before->sp;
+        header.regs[native::rip] = before->pc;
+        header.valid = (1u << native::rsp) | (1u << native::rip);
+        set_header(context, header);
+        ++stats.unstopped;
+        return outcome;
+    }
+    ++stats.moved;
+    return std::nullopt;
+}
+
+} // namespace
+
+Captured capture_native(const CaptureContext& where, python::ThreadRecord record,
+                        NativeThread& thread, std::vector<std::uint8_t>& context,
+                        NativeStats& stats) {
     context.assign(sizeof(native::ContextHeader), 0);
     // A blocked thread whose registers from the syscall file did not unwind is stopped too
     // (unless nothing may be stopped: then they are still better than no native frames).
     // --blocking stops no blocked thread either: the read below is one moment of it, checked,
     // as a Python-only read of a thread asleep in the kernel is (a stop would wake it).
-    const bool stop_anyway = thread.stop_when_blocked && mode != PauseMode::never;
-    if (!thread.on_cpu && thread.syscall != nullptr && !stop_anyway) {
-        auto before = thread.syscall->read();
-        if (before && !before->running && before->sp != 0) {
-            copy_stack(process.memory(), before->sp, thread.stack_copy, context);
-            CaptureOutcome outcome = capturer.capture(record, {.thread_stopped = false});
-            auto after = thread.syscall->read();
-            auto run = thread.stat->read_run_mark();
-            // Still in the same call, at the same place, without having run: the copy, the
-            // Python frames and the registers are one moment of it.
-            if (after && *after == *before && run && *run == thread.run &&
-                outcome != CaptureOutcome::torn) {
-                native::ContextHeader header;
-                header.regs[native::rsp] = before->sp;
-                header.regs[native::rip] = before->pc;
-                header.valid = (1u << native::rsp) | (1u << native::rip);
-                set_header(context, header);
-                ++stats.unstopped;
-                return outcome;
-            }
-            ++stats.moved;
-        }
-    }
-    if (mode == PauseMode::never) {
+    const bool stop_anyway = thread.stop_when_blocked && where.mode != PauseMode::never;
+    if (!thread.on_cpu && thread.syscall != nullptr && !stop_anyway)
+        if (auto outcome = read_blocked(where, record, thread, context, stats)) return {*outcome};
+    if (where.mode == PauseMode::never) {
         ++stats.skipped;
         context.clear();
-        return capturer.capture(record);
+        return {where.capturer.capture(record)};
     }
     // A running thread last seen on the core this thread runs on is not running now: it was
     // preempted (by us, or before). It can reach its stop only once we give the core up, so
     // polling for the stop would only delay it: sleep at once.
     const bool shares_our_core = thread.cpu >= 0 && thread.cpu == ::sched_getcpu();
-    auto paused = tracer.pause(record.tid, {.poll_first = !shares_our_core});
+    auto paused = where.tracer.pause(record.tid, {.poll_first = !shares_our_core});
     if (!paused) {
         context.clear();
-        if (paused.error() == process::PauseFailure::gone) return CaptureOutcome::gone;
+        if (paused.error() == process::PauseFailure::gone) return {CaptureOutcome::gone};
         ++stats.failed;
-        ++pauses.failed;
-        if (paused.error() == process::PauseFailure::timed_out) ++pauses.timed_out;
-        if (paused.error() == process::PauseFailure::refused) {
-            ++pauses.refused;
-            if (pauses.refusal.empty()) pauses.refusal = tracer.refusal();
-        }
-        return capturer.capture(record);
+        count_failed_pause(where.pauses, paused.error(), where.tracer);
+        return {where.capturer.capture(record)};
     }
     user_regs_struct regs{};
-    bool have_registers = tracer.registers(record.tid, regs);
+    bool have_registers = where.tracer.registers(record.tid, regs);
     if (have_registers)
-        copy_stack(process.memory(), regs.rsp, thread.stack_copy, context, native::kRedZone);
-    CaptureOutcome outcome = CaptureOutcome::gone;
-    auto status = process.reread_thread(record);
+        copy_stack(where.process.memory(), regs.rsp, thread.stack_copy, context, native::kRedZone);
+    Captured result{CaptureOutcome::gone, true};
+    auto status = where.process.reread_thread(record);
     if (status)
-        capturer.walk_stopped(record);
+        where.capturer.walk_stopped(record);
     else if (status.error().code != Errc::process_gone)
-        outcome = CaptureOutcome::torn;
-    tracer.resume(record.tid);
-    pauses.durations.record(tracer.last_pause_ns());
-    if (status) outcome = capturer.finish_stopped();
-    ++pauses.pauses;
+        result.outcome = CaptureOutcome::torn;
+    where.tracer.resume(record.tid);
+    where.pauses.durations.record(where.tracer.last_pause_ns());
+    if (status) result.outcome = where.capturer.finish_stopped();
+    ++where.pauses.pauses;
     ++stats.stopped;
     if (stop_anyway && !thread.on_cpu) ++stats.fallback;
-    stopped = true;
     if (have_registers) {
         set_header(context, from_registers(regs));
     } else {
         ++stats.failed;
         context.clear();
     }
-    return outcome;
+    return result;
 }
 
 } // namespace spyglass::sampling

@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <ctime>
+#include <optional>
 
 namespace spyglass::sampling {
 
@@ -67,75 +68,100 @@ void PauseStats::merge(const PauseStats& other) {
     if (refusal.empty()) refusal = other.refusal;
 }
 
-CaptureOutcome capture_stack(python::PythonProcess& process, StackCapturer& capturer,
-                             process::ThreadTracer& tracer, PauseMode mode,
-                             python::ThreadRecord record, int retries, PauseStats& stats,
-                             bool& paused, const std::function<void(CaptureOutcome)>* while_stopped,
-                             const AsleepThread* asleep) {
-    paused = false;
+void count_failed_pause(PauseStats& stats, process::PauseFailure failure,
+                        const process::ThreadTracer& tracer) {
+    ++stats.failed;
+    if (failure == process::PauseFailure::timed_out) ++stats.timed_out;
+    if (failure == process::PauseFailure::refused) {
+        ++stats.refused;
+        if (stats.refusal.empty()) stats.refusal = tracer.refusal();
+    }
+}
+
+namespace {
+
+// --blocking, a thread asleep in the kernel: read without a stop, and the read stands when
+// not a single instruction ran meanwhile. Nothing when it did (or the read raced): stop it.
+std::optional<Captured> read_asleep(const CaptureContext& where, python::ThreadRecord record,
+                                    const AsleepThread& asleep) {
+    CaptureOutcome outcome = where.capturer.capture(record, {.thread_stopped = false});
+    auto run = asleep.stat->read_run_mark();
+    if (!run) return Captured{CaptureOutcome::gone};
+    if (where.capturer.raced(outcome) || !(*run == asleep.run)) return std::nullopt;
+    ++where.pauses.asleep;
+    return Captured{outcome};
+}
+
+// Reads the thread stopped. A thread stopped at a bad moment (3.12+: between pushing an eval
+// loop and setting its current frame) reads as torn even when stopped: it is let run on and
+// stopped once more.
+Captured read_stopped(const CaptureContext& where, python::ThreadRecord record,
+                      const CaptureRequest& request) {
+    StackCapturer& capturer = where.capturer;
     auto done = [&](CaptureOutcome outcome) {
-        if (while_stopped != nullptr && outcome != CaptureOutcome::gone) (*while_stopped)(outcome);
+        if (request.while_stopped != nullptr && outcome != CaptureOutcome::gone)
+            (*request.while_stopped)(outcome);
         return outcome;
     };
-    // Torn, or cut by a read that failed (the thread had freed what it pointed to): a thread
-    // that changes faster than it can be read.
-    auto raced = [&](CaptureOutcome outcome) { return capturer.raced(outcome); };
-    if (mode == PauseMode::always && asleep != nullptr && asleep->stat != nullptr &&
-        while_stopped == nullptr) {
-        CaptureOutcome outcome = capturer.capture(record, {.thread_stopped = false});
-        auto run = asleep->stat->read_run_mark();
-        if (!run) return CaptureOutcome::gone;
-        if (!raced(outcome) && *run == asleep->run) {
-            ++stats.asleep;
-            return outcome;
-        }
-    }
-    if (mode != PauseMode::always) {
-        CaptureOutcome outcome =
-            capturer.capture(record, {.thread_stopped = false, .retries = retries});
-        if (!raced(outcome) || mode == PauseMode::never || record.tid == 0) return done(outcome);
-    }
-    // A thread stopped at a bad moment (3.12+: between pushing an eval loop and setting its
-    // current frame) reads as torn even when stopped: let it run on and stop it once more.
-    CaptureOutcome outcome = CaptureOutcome::torn;
+    Captured result{CaptureOutcome::torn};
     for (int pauses = 0; pauses < 2; ++pauses) {
-        auto stopped = tracer.pause(record.tid);
+        auto stopped = where.tracer.pause(record.tid);
         if (!stopped) {
-            if (stopped.error() == process::PauseFailure::gone) return CaptureOutcome::gone;
-            ++stats.failed;
-            if (stopped.error() == process::PauseFailure::timed_out) ++stats.timed_out;
-            if (stopped.error() == process::PauseFailure::refused) {
-                ++stats.refused;
-                if (stats.refusal.empty()) stats.refusal = tracer.refusal();
+            if (stopped.error() == process::PauseFailure::gone) {
+                result.outcome = CaptureOutcome::gone;
+                return result;
             }
+            count_failed_pause(where.pauses, stopped.error(), where.tracer);
             // Read it running after all: the share of torn samples says what this cost.
-            if (mode == PauseMode::always && pauses == 0) outcome = capturer.capture(record);
-            return done(outcome);
+            if (where.mode == PauseMode::always && pauses == 0)
+                result.outcome = capturer.capture(record);
+            result.outcome = done(result.outcome);
+            return result;
         }
-        outcome = CaptureOutcome::gone;
-        auto status = process.reread_thread(record);
+        result.outcome = CaptureOutcome::gone;
+        auto status = where.process.reread_thread(record);
         // dump reads more of the thread while it is stopped, which needs the outcome first.
-        const bool check_stopped = while_stopped != nullptr;
+        const bool check_stopped = request.while_stopped != nullptr;
         if (!status) {
-            if (status.error().code != Errc::process_gone) outcome = CaptureOutcome::torn;
+            if (status.error().code != Errc::process_gone) result.outcome = CaptureOutcome::torn;
         } else if (check_stopped) {
-            outcome = capturer.capture(record, {.thread_stopped = true, .retries = 0});
+            result.outcome = capturer.capture(record, {.thread_stopped = true, .retries = 0});
         } else {
             capturer.walk_stopped(record);
         }
-        if (check_stopped && (pauses == 1 || !raced(outcome))) done(outcome);
-        tracer.resume(record.tid);
-        ++stats.pauses;
-        stats.durations.record(tracer.last_pause_ns());
-        paused = true;
-        if (status && !check_stopped) outcome = capturer.finish_stopped();
-        bool last = pauses == 1 || !raced(outcome);
-        if (last) break;
+        if (check_stopped && (pauses == 1 || !capturer.raced(result.outcome))) done(result.outcome);
+        where.tracer.resume(record.tid);
+        ++where.pauses.pauses;
+        where.pauses.durations.record(where.tracer.last_pause_ns());
+        result.paused = true;
+        if (status && !check_stopped) result.outcome = capturer.finish_stopped();
+        if (pauses == 1 || !capturer.raced(result.outcome)) break;
         // Stopped again at once, the thread would not have moved: let it run a little.
         timespec step{0, 50'000};
         nanosleep(&step, nullptr);
     }
-    return outcome;
+    return result;
+}
+
+} // namespace
+
+Captured capture_stack(const CaptureContext& where, python::ThreadRecord record,
+                       const CaptureRequest& request) {
+    if (where.mode == PauseMode::always && request.asleep != nullptr &&
+        request.asleep->stat != nullptr && request.while_stopped == nullptr)
+        if (auto asleep = read_asleep(where, record, *request.asleep)) return *asleep;
+    if (where.mode != PauseMode::always) {
+        // Torn, or cut by a read that failed (the thread had freed what it pointed to): a
+        // thread that changes faster than it can be read.
+        CaptureOutcome outcome =
+            where.capturer.capture(record, {.thread_stopped = false, .retries = request.retries});
+        if (!where.capturer.raced(outcome) || where.mode == PauseMode::never || record.tid == 0) {
+            if (request.while_stopped != nullptr && outcome != CaptureOutcome::gone)
+                (*request.while_stopped)(outcome);
+            return {outcome};
+        }
+    }
+    return read_stopped(where, record, request);
 }
 
 } // namespace spyglass::sampling

@@ -149,191 +149,9 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
     ++generation_;
     if (process_->thread_list_fault() != list_fault_said_) say_thread_list_fault(records_.size());
 
-    bool tracer_serviced = false;
-    for (const python::ThreadRecord& record : records_) {
-        if (record.tid == 0) continue;
-        auto it = threads_.find(record.tid);
-        if (it == threads_.end() || it->second.thread_id != record.thread_id) {
-            // A new thread (or a new one that got the TID of one that exited).
-            std::uint32_t index =
-                registry_.find_or_add(process_->pid(), record.tid, record.thread_id);
-            ThreadState fresh{process::TaskStatReader(process_->pid(), record.tid)};
-            fresh.index = index;
-            fresh.thread_id = record.thread_id;
-            it = threads_.insert_or_assign(record.tid, std::move(fresh)).first;
-            python::RawFrame* none = nullptr;
-            if (ThreadCapture* seen = queue_.reserve(0, none)) {
-                seen->kind = CaptureKind::thread_seen;
-                seen->process = slot_;
-                seen->thread = index;
-                seen->tid = record.tid;
-                seen->thread_id = record.thread_id;
-                seen->interp = record.interp;
-                queue_.push();
-            }
-        }
-        ThreadState& thread = it->second;
-        thread.generation = generation_;
-
-        // A thread that was off the CPU and has not run since is still off it: the scheduler's
-        // events say so without a read, else its run time alone does, without its stat. (One
-        // that was running at its previous sample ran on after it: not idle, whatever the
-        // events say now.)
-        const bool want_wait = options_.waits != model::WaitDetail::off;
-        process::TaskStatReader::RunMark run{};
-        std::uint64_t delay_ns = 0;
-        char state = 0;
-        bool known_idle = false;
-        if (sched != nullptr && options_.reuse_idle && thread.have_run_ns &&
-            (!thread.on_cpu || thread.starved) &&
-            sched->seen(record.tid) == process::SchedWatch::Seen::idle) {
-            known_idle = true;
-            run = thread.run;
-            state = sched->runnable(record.tid) ? 'R' : 'S';
-        }
-        // On a CPU, or preempted and waiting for one, by the same events: /proc's 'R' without
-        // stat's 52 formatted fields; schedstat still gives the run time and the delay. (Not
-        // with --native: its pause wants the CPU the thread last ran on, from stat.)
-        bool state_read = false;
-        if (!known_idle && sched != nullptr && !options_.native && thread.have_run_ns &&
-            sched->runnable(record.tid)) {
-            auto reading = thread.stat.read_schedstat();
-            if (!reading) {
-                if (reading.error() == Errc::io) short_of_descriptors(thread, stats);
-                continue; // the thread exited
-            }
-            state = 'R';
-            run = {reading->run_ns, reading->slices};
-            delay_ns = reading->delay_ns;
-            state_read = true;
-            ++stats.state_from_events;
-        }
-        if (state == 0 && !known_idle && options_.reuse_idle && thread.have_run_ns &&
-            !thread.on_cpu) {
-            auto mark = thread.stat.read_run_mark();
-            if (!mark) {
-                if (mark.error() == Errc::io) short_of_descriptors(thread, stats);
-                continue; // the thread exited
-            }
-            run = *mark;
-            if (run == thread.run) state = 'S';
-        }
-        // A wait reason read for the first time needs the real state letter (D, T), not 'S'
-        // inferred from a run time that did not move.
-        if (state == 'S' && want_wait && !thread.wait_known) state = 0;
-        int last_cpu = -1;
-        if (state == 0) {
-            auto reading = thread.stat.read();
-            if (!reading) {
-                if (reading.error() == Errc::io) short_of_descriptors(thread, stats);
-                continue; // the thread exited
-            }
-            if (reading->state == 't' && tracer_.seized() > 0 && !tracer_serviced) {
-                // Stopped by ptrace: ours, with a signal (or a late interrupt) waiting to be
-                // passed on that this pass came before the wake-up for. Pass it on, look again:
-                // the thread was held by spyglass, not by the program.
-                tracer_.service();
-                tracer_serviced = true;
-                if (auto again = thread.stat.read(); again) reading = again;
-            }
-            state = reading->state;
-            last_cpu = reading->cpu;
-            run = {reading->run_ns, reading->slices};
-            delay_ns = reading->delay_ns;
-            state_read = true;
-        } else if (known_idle) {
-            ++stats.unread;
-        }
-        bool on_cpu = state == 'R';
-        if (sched != nullptr && !known_idle && !on_cpu) sched->note_off_cpu(record.tid);
-        std::uint64_t cpu_ns = thread.have_run_ns && run.run_ns >= thread.run.run_ns
-                                   ? run.run_ns - thread.run.run_ns
-                                   : 0;
-        bool ran = !known_idle && (!thread.have_run_ns || run != thread.run || on_cpu);
-        // Runnable but not running: a thread that spent more of the interval waiting for a CPU
-        // than on one (schedstat), or that the scheduler's events saw preempted and not back
-        // on a CPU since. Not what the events say of the moment of the sample: then the
-        // sampling thread itself often holds the CPU the target was preempted from.
-        bool starved = false;
-        if (on_cpu) {
-            if (known_idle)
-                starved = true;
-            else if (state_read && thread.have_delay && delay_ns >= thread.delay_ns)
-                starved = delay_ns - thread.delay_ns > cpu_ns;
-        }
-        if (state_read) {
-            thread.delay_ns = delay_ns;
-            thread.have_delay = true;
-        }
-        thread.run = run;
-        thread.have_run_ns = true;
-        thread.on_cpu = on_cpu;
-        thread.cpu = last_cpu;
-        thread.starved = starved;
-        // The time since this thread was last looked at: a tick that came late stands for
-        // the ticks it missed. A new thread: one period, unless this is the first pass over
-        // the process and it came late (the threads found at attach were there all along).
-        std::uint64_t weight = options_.period_ns;
-        if (thread.last_seen_ns != 0 && now_ns > thread.last_seen_ns)
-            weight = now_ns - thread.last_seen_ns;
-        else if (thread.last_seen_ns == 0 && generation_ == 1 && now_ns > attached_ns_)
-            weight = std::max(weight, now_ns - attached_ns_);
-        thread.last_seen_ns = now_ns;
-
-        bool gil = record.holds_gil == 1;
-        if ((options_.filter.mode == model::SampleMode::cpu && !on_cpu) ||
-            (options_.filter.gil_only && !gil)) {
-            ++stats.skipped;
-            thread.have_previous = false; // its stack is not known any more
-            thread.wait_known = false;
-            continue;
-        }
-        ThreadCapture base;
-        base.process = slot_;
-        base.thread = thread.index;
-        base.tid = record.tid;
-        base.time_ns = now_ns;
-        base.weight_ns = weight;
-        base.cpu_ns = cpu_ns;
-        base.on_cpu = on_cpu;
-        base.gil = gil;
-        if (want_wait) {
-            if (on_cpu) {
-                base.wait.read = starved ? WaitRead::cpu_starved : WaitRead::none;
-                thread.wait_known = false;
-            } else if (!ran && thread.wait_known) {
-                // Not a single instruction since: still in the same call.
-                base.wait.read = WaitRead::previous;
-                ++stats.wait_reused;
-            } else {
-                base.wait = read_wait(thread, state, stats);
-            }
-        }
-        // A larger stack copy or a stop is wanted: the previous capture is not reused.
-        if (options_.native && learn_native(thread)) thread.have_previous = false;
-        python::Address frame_pointer = record.cframe != 0 ? record.cframe : record.frame;
-        if (options_.reuse_idle && !ran && thread.have_previous &&
-            frame_pointer == thread.previous_frame) {
-            python::RawFrame* none = nullptr;
-            ThreadCapture* slot = queue_.reserve(0, none);
-            if (slot == nullptr) {
-                ++stats.dropped;
-                thread.wait_known = false; // the resolver did not get this one
-                continue;
-            }
-            *slot = base;
-            slot->same_stack = true;
-            queue_.push();
-            ++stats.reused;
-            ++stats.samples;
-            continue;
-        }
-        thread.previous_frame = frame_pointer;
-        if (!push_sample(record, thread, base, stats)) {
-            ++stats.dropped;
-            thread.wait_known = false;
-        }
-    }
+    tracer_serviced_ = false;
+    for (const python::ThreadRecord& record : records_)
+        if (record.tid != 0) sample_thread(record, tracked(record), now_ns, stats, sched);
     // Forget threads that are gone (their /proc files are closed with them).
     std::erase_if(threads_, [&](const auto& entry) {
         if (entry.second.generation == generation_) return false;
@@ -341,6 +159,118 @@ ProcessState ProcessSampler::sample(std::uint64_t now_ns, PassStats& stats,
         return true;
     });
     return ProcessState::sampling;
+}
+
+ProcessSampler::ThreadState& ProcessSampler::tracked(const python::ThreadRecord& record) {
+    auto it = threads_.find(record.tid);
+    if (it == threads_.end() || it->second.thread_id != record.thread_id) {
+        // A new thread (or a new one that got the TID of one that exited).
+        std::uint32_t index = registry_.find_or_add(process_->pid(), record.tid, record.thread_id);
+        ThreadState fresh{process::TaskStatReader(process_->pid(), record.tid)};
+        fresh.index = index;
+        fresh.thread_id = record.thread_id;
+        it = threads_.insert_or_assign(record.tid, std::move(fresh)).first;
+        python::RawFrame* none = nullptr;
+        if (ThreadCapture* seen = queue_.reserve(0, none)) {
+            seen->kind = CaptureKind::thread_seen;
+            seen->process = slot_;
+            seen->thread = index;
+            seen->tid = record.tid;
+            seen->thread_id = record.thread_id;
+            seen->interp = record.interp;
+            queue_.push();
+        }
+    }
+    it->second.generation = generation_;
+    return it->second;
+}
+
+std::uint64_t ProcessSampler::weight(ThreadState& thread, std::uint64_t now_ns) const {
+    // The time since this thread was last looked at: a tick that came late stands for the
+    // ticks it missed. A new thread: one period, unless this is the first pass over the
+    // process and it came late (the threads found at attach were there all along).
+    std::uint64_t weight = options_.period_ns;
+    if (thread.last_seen_ns != 0 && now_ns > thread.last_seen_ns)
+        weight = now_ns - thread.last_seen_ns;
+    else if (thread.last_seen_ns == 0 && generation_ == 1 && now_ns > attached_ns_)
+        weight = std::max(weight, now_ns - attached_ns_);
+    thread.last_seen_ns = now_ns;
+    return weight;
+}
+
+void ProcessSampler::sample_thread(const python::ThreadRecord& record, ThreadState& thread,
+                                   std::uint64_t now_ns, PassStats& stats,
+                                   process::SchedWatch* sched) {
+    const bool want_wait = options_.waits != model::WaitDetail::off;
+    const ScheduleQuery query{.sched = sched,
+                              .reuse_idle = options_.reuse_idle,
+                              .want_last_cpu = options_.native,
+                              .want_state_letter = want_wait && !thread.wait_known,
+                              .tracer = &tracer_,
+                              .serviced = &tracer_serviced_};
+    auto observed = thread.schedule.observe(thread.stat, record.tid, query);
+    if (!observed) {
+        if (observed.error() == Errc::io) short_of_descriptors(thread, stats);
+        return; // the thread exited
+    }
+    const ThreadSchedule::Pass& pass = *observed;
+    stats.unread += pass.idle_by_events;
+    stats.state_from_events += pass.runnable_by_events;
+    const std::uint64_t weight_ns = weight(thread, now_ns);
+    const bool gil = record.holds_gil == 1;
+    if ((options_.filter.mode == model::SampleMode::cpu && !pass.on_cpu) ||
+        (options_.filter.gil_only && !gil)) {
+        ++stats.skipped;
+        thread.have_previous = false; // its stack is not known any more
+        thread.wait_known = false;
+        return;
+    }
+    ThreadCapture base;
+    base.process = slot_;
+    base.thread = thread.index;
+    base.tid = record.tid;
+    base.time_ns = now_ns;
+    base.weight_ns = weight_ns;
+    base.cpu_ns = pass.cpu_ns;
+    base.on_cpu = pass.on_cpu;
+    base.gil = gil;
+    if (want_wait) base.wait = wait_of(thread, pass, stats);
+    // A larger stack copy or a stop is wanted: the previous capture is not reused.
+    if (options_.native && learn_native(thread)) thread.have_previous = false;
+    const python::Address frame_pointer = record.cframe != 0 ? record.cframe : record.frame;
+    const bool same_stack = options_.reuse_idle && !pass.ran && thread.have_previous &&
+                            frame_pointer == thread.previous_frame;
+    thread.previous_frame = frame_pointer;
+    if (!(same_stack ? push_same_stack(base, stats) : push_sample(record, thread, base, stats))) {
+        ++stats.dropped;
+        thread.wait_known = false; // the resolver did not get this one
+    }
+}
+
+RawWait ProcessSampler::wait_of(ThreadState& thread, const ThreadSchedule::Pass& pass,
+                                PassStats& stats) {
+    if (pass.on_cpu) {
+        thread.wait_known = false;
+        return RawWait{.read = pass.starved ? WaitRead::cpu_starved : WaitRead::none};
+    }
+    if (!pass.ran && thread.wait_known) {
+        // Not a single instruction since: still in the same call.
+        ++stats.wait_reused;
+        return RawWait{.read = WaitRead::previous};
+    }
+    return read_wait(thread, pass.state, stats);
+}
+
+bool ProcessSampler::push_same_stack(const ThreadCapture& base, PassStats& stats) {
+    python::RawFrame* none = nullptr;
+    ThreadCapture* slot = queue_.reserve(0, none);
+    if (slot == nullptr) return false;
+    *slot = base;
+    slot->same_stack = true;
+    queue_.push();
+    ++stats.reused;
+    ++stats.samples;
+    return true;
 }
 
 void ProcessSampler::short_of_descriptors(ThreadState& thread, PassStats& stats) {
@@ -372,31 +302,32 @@ bool ProcessSampler::learn_native(ThreadState& thread) {
 
 bool ProcessSampler::push_sample(const python::ThreadRecord& record, ThreadState& thread,
                                  ThreadCapture base, PassStats& stats) {
-    bool paused = false;
-    CaptureOutcome outcome;
-    capturer_.set_thread_running(thread.on_cpu);
+    capturer_.set_thread_running(thread.schedule.on_cpu());
+    const CaptureContext where{*process_, capturer_, tracer_, options_.pause, pause_stats_};
+    Captured captured;
     if (options_.native) {
         if (!thread.syscall) thread.syscall.emplace(process_->pid(), record.tid);
         NativeThread native{&thread.stat,
                             &*thread.syscall,
-                            thread.run,
-                            thread.on_cpu,
-                            thread.cpu,
+                            thread.schedule.run(),
+                            thread.schedule.on_cpu(),
+                            thread.schedule.last_cpu(),
                             thread.native.stack_copy,
                             thread.native.stop_when_blocked};
         const std::uint64_t unstopped = native_stats_.unstopped;
-        outcome = capture_native(*process_, capturer_, tracer_, options_.pause, record, native,
-                                 native_context_, native_stats_, pause_stats_, paused);
+        captured = capture_native(where, record, native, native_context_, native_stats_);
         thread.native_unstopped += native_stats_.unstopped != unstopped;
-        thread.native_stopped += paused;
+        thread.native_stopped += captured.paused;
         thread.needed_pause = false;
     } else {
-        const AsleepThread asleep{&thread.stat, thread.run};
-        outcome = capture_stack(*process_, capturer_, tracer_, options_.pause, record,
-                                thread.needed_pause ? 0 : -1, pause_stats_, paused, nullptr,
-                                thread.on_cpu ? nullptr : &asleep);
-        thread.needed_pause = paused && options_.pause == PauseMode::when_torn;
+        const AsleepThread asleep{&thread.stat, thread.schedule.run()};
+        captured = capture_stack(where, record,
+                                 {.retries = thread.needed_pause ? 0 : -1,
+                                  .asleep = thread.schedule.on_cpu() ? nullptr : &asleep});
+        thread.needed_pause = captured.paused && options_.pause == PauseMode::when_torn;
     }
+    const bool paused = captured.paused;
+    CaptureOutcome outcome = captured.outcome;
     thread.have_previous = false;
     if (outcome == CaptureOutcome::gone) return true;
     if (!paused && outcome == CaptureOutcome::truncated &&
@@ -404,7 +335,7 @@ bool ProcessSampler::push_sample(const python::ThreadRecord& record, ThreadState
         // A loop read from a thread that was not on a CPU is corruption only if it did not run
         // during the read either: one that ran may have freed and reused a frame mid-read.
         auto mark = thread.stat.read_run_mark();
-        if (!mark || !(*mark == thread.run)) outcome = CaptureOutcome::torn;
+        if (!mark || !(*mark == thread.schedule.run())) outcome = CaptureOutcome::torn;
     }
     const python::RawStack& raw = capturer_.raw();
     std::uint32_t depth = outcome == CaptureOutcome::torn ? 0 : raw.depth;

@@ -31,6 +31,19 @@ void align_locals(const model::FrameTable& frames, const std::vector<model::Fram
     thread.locals = std::move(aligned);
 }
 
+// What the thread was blocked in, described (with --waits=kind, its kind alone).
+void describe_wait(WaitResolver& waits, const RawWait& raw_wait, const python::ThreadRecord& record,
+                   const model::FrameTable& frames, model::WaitDetail detail,
+                   model::ThreadSnapshot& thread) {
+    WaitDescription wait =
+        waits.describe(raw_wait, record.tid, record.interp, thread.frames, frames, 0);
+    thread.wait.kind = wait.kind;
+    if (detail != model::WaitDetail::full) return;
+    thread.wait.syscall = std::move(wait.syscall);
+    thread.wait.target = std::move(wait.target);
+    thread.wait.detail = std::move(wait.detail);
+}
+
 } // namespace
 
 Result<model::ProcessSnapshot> take_snapshot(python::PythonProcess& process,
@@ -69,6 +82,7 @@ Result<model::ProcessSnapshot> take_snapshot(python::PythonProcess& process,
     std::unordered_map<python::Address, python::Address> gil_holders;
     StackReader reader(process, frames, StackReadOptions{});
     PauseStats pauses;
+    const CaptureContext where{process, reader.capturer(), tracer, options.pause, pauses};
     std::optional<NativeResolver> native;
     if (options.native) native.emplace(target, frames, options.native_all);
     NativeStats native_stats;
@@ -123,7 +137,7 @@ Result<model::ProcessSnapshot> take_snapshot(python::PythonProcess& process,
                         {std::move(local.name), std::move(local.value), local.argument});
             }
         };
-        CaptureOutcome captured;
+        Captured captured;
         if (native && record.tid != 0) {
             // The native state and the Python frames of one moment; the locals are read just
             // after it (the thread is not kept stopped for them).
@@ -132,10 +146,9 @@ Result<model::ProcessSnapshot> take_snapshot(python::PythonProcess& process,
             auto reading = stat.read();
             NativeThread state{&stat, &syscall, reading ? reading->run_ns : 0,
                                !reading || reading->state == 'R'};
-            captured = capture_native(process, reader.capturer(), tracer, options.pause, record,
-                                      state, context, native_stats, pauses, thread.paused);
-            if (captured != CaptureOutcome::gone) {
-                resolve(captured);
+            captured = capture_native(where, record, state, context, native_stats);
+            if (captured.outcome != CaptureOutcome::gone) {
+                resolve(captured.outcome);
                 if (outcome != StackOutcome::torn && outcome != StackOutcome::gone) {
                     const python::RawStack& raw = reader.last_raw();
                     native->resolve(record.tid, context, std::span(raw.frames.data(), raw.depth),
@@ -145,23 +158,15 @@ Result<model::ProcessSnapshot> take_snapshot(python::PythonProcess& process,
                 }
             }
         } else {
-            captured = capture_stack(process, reader.capturer(), tracer, options.pause, record, -1,
-                                     pauses, thread.paused, &resolve);
+            captured = capture_stack(where, record, {.while_stopped = &resolve});
         }
-        if (captured == CaptureOutcome::gone) outcome = StackOutcome::gone;
+        thread.paused = captured.paused;
+        if (captured.outcome == CaptureOutcome::gone) outcome = StackOutcome::gone;
         thread.status = outcome == StackOutcome::torn        ? model::StackStatus::torn
                         : outcome == StackOutcome::truncated ? model::StackStatus::truncated
                                                              : model::StackStatus::ok;
-        if (waits && raw_wait.read != WaitRead::none) {
-            WaitDescription wait =
-                waits->describe(raw_wait, record.tid, record.interp, thread.frames, frames, 0);
-            thread.wait.kind = wait.kind;
-            if (options.waits == model::WaitDetail::full) {
-                thread.wait.syscall = std::move(wait.syscall);
-                thread.wait.target = std::move(wait.target);
-                thread.wait.detail = std::move(wait.detail);
-            }
-        }
+        if (waits && raw_wait.read != WaitRead::none)
+            describe_wait(*waits, raw_wait, record, frames, options.waits, thread);
         if (outcome == StackOutcome::gone) {
             if (!process::process_exists(target.pid))
                 return fail(Errc::process_gone, "process {} exited while it was being read",

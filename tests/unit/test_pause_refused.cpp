@@ -58,11 +58,11 @@ TEST(PauseRefused, ATornStackWhosePauseIsRefusedIsAnErrorCountedWithItsReason) {
     sampling::StackCapturer capturer(*target.process, 3);
     process::ThreadTracer tracer(::getpid());
     sampling::PauseStats stats;
-    bool paused = true;
-    CaptureOutcome outcome = sampling::capture_stack(
-        *target.process, capturer, tracer, PauseMode::when_torn, target.record, -1, stats, paused);
-    EXPECT_EQ(outcome, CaptureOutcome::torn);
-    EXPECT_FALSE(paused);
+    const sampling::CaptureContext where{*target.process, capturer, tracer, PauseMode::when_torn,
+                                         stats};
+    const sampling::Captured captured = sampling::capture_stack(where, target.record);
+    EXPECT_EQ(captured.outcome, CaptureOutcome::torn);
+    EXPECT_FALSE(captured.paused);
     EXPECT_EQ(stats.pauses, 0u);
     EXPECT_EQ(stats.failed, 1u);
     EXPECT_EQ(stats.refused, 1u);
@@ -75,9 +75,7 @@ TEST(PauseRefused, ATornStackWhosePauseIsRefusedIsAnErrorCountedWithItsReason) {
 
     // Each sample that needs a pause is counted once more.
     for (int i = 0; i < 2; ++i)
-        EXPECT_EQ(sampling::capture_stack(*target.process, capturer, tracer, PauseMode::when_torn,
-                                          target.record, -1, stats, paused),
-                  CaptureOutcome::torn);
+        EXPECT_EQ(sampling::capture_stack(where, target.record).outcome, CaptureOutcome::torn);
     EXPECT_EQ(stats.failed, 3u);
     EXPECT_THAT(cli::pause_failure_warning(stats.summary()), HasSubstr("3 times could not"));
 }
@@ -87,11 +85,10 @@ TEST(PauseRefused, NonblockingNeverTriesAPause) {
     sampling::StackCapturer capturer(*target.process, 3);
     process::ThreadTracer tracer(::getpid());
     sampling::PauseStats stats;
-    bool paused = true;
-    EXPECT_EQ(sampling::capture_stack(*target.process, capturer, tracer, PauseMode::never,
-                                      target.record, -1, stats, paused),
-              CaptureOutcome::torn);
-    EXPECT_FALSE(paused);
+    const sampling::Captured captured = sampling::capture_stack(
+        {*target.process, capturer, tracer, PauseMode::never, stats}, target.record);
+    EXPECT_EQ(captured.outcome, CaptureOutcome::torn);
+    EXPECT_FALSE(captured.paused);
     EXPECT_EQ(stats.failed, 0u);
     EXPECT_EQ(cli::pause_failure_warning(stats.summary()), "");
 }

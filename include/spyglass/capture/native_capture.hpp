@@ -80,13 +80,11 @@ struct NativePolicy {
 };
 
 // Fills `context` (header + stack; empty when no native state could be taken) and captures
-// the Python stack into `capturer.raw()`. `stopped` tells whether the thread was stopped for
-// it; its stops are counted in `pauses` with the others. PauseMode::never stops nothing: a
-// running thread then has its Python stack alone.
-CaptureOutcome capture_native(python::PythonProcess& process, StackCapturer& capturer,
-                              process::ThreadTracer& tracer, PauseMode mode,
-                              python::ThreadRecord record, NativeThread& thread,
-                              std::vector<std::uint8_t>& context, NativeStats& stats,
-                              PauseStats& pauses, bool& stopped);
+// the Python stack into the capturer's raw(). Captured::paused tells whether the thread was
+// stopped for it; its stops are counted with the context's others. PauseMode::never stops
+// nothing: a running thread then has its Python stack alone.
+Captured capture_native(const CaptureContext& where, python::ThreadRecord record,
+                        NativeThread& thread, std::vector<std::uint8_t>& context,
+                        NativeStats& stats);
 
 } // namespace spyglass::sampling

@@ -62,16 +62,39 @@ struct AsleepThread {
     process::TaskStatReader::RunMark run{};
 };
 
-// Captures `record`'s stack under `mode`. `retries` overrides the capturer's retry count (a
-// thread whose previous read needed a pause is not retried at length before it is paused
-// again). Sets `paused` when the thread was stopped for the read. `while_stopped`, if given,
-// runs with the outcome of the capture that produced the result, while the thread is still
-// stopped if it was (dump resolves and reads --locals there). `asleep`: see AsleepThread.
-CaptureOutcome capture_stack(python::PythonProcess& process, StackCapturer& capturer,
-                             process::ThreadTracer& tracer, PauseMode mode,
-                             python::ThreadRecord record, int retries, PauseStats& stats,
-                             bool& paused,
-                             const std::function<void(CaptureOutcome)>* while_stopped = nullptr,
-                             const AsleepThread* asleep = nullptr);
+// Where a thread's stack is captured: its process, the capturer and tracer kept for it, the
+// pause policy, and where its pauses are counted (a sampler's, dump's).
+struct CaptureContext {
+    python::PythonProcess& process;
+    StackCapturer& capturer;
+    process::ThreadTracer& tracer;
+    PauseMode mode;
+    PauseStats& pauses;
+};
+
+// How one capture went: its outcome, and whether the thread was stopped for it.
+struct Captured {
+    CaptureOutcome outcome = CaptureOutcome::gone;
+    bool paused = false;
+};
+
+struct CaptureRequest {
+    // Overrides the capturer's retry count (a thread whose previous read needed a pause is not
+    // retried at length before it is paused again).
+    int retries = -1;
+    // If given, runs with the outcome of the capture that produced the result, while the
+    // thread is still stopped if it was (dump resolves and reads --locals there).
+    const std::function<void(CaptureOutcome)>* while_stopped = nullptr;
+    const AsleepThread* asleep = nullptr; // see AsleepThread
+};
+
+// Captures `record`'s stack under the context's pause mode.
+Captured capture_stack(const CaptureContext& where, python::ThreadRecord record,
+                       const CaptureRequest& request = {});
+
+// A pause that was needed and could not be made (not for a thread that is gone), counted:
+// timed out, or refused (and why, the first time).
+void count_failed_pause(PauseStats& stats, process::PauseFailure failure,
+                        const process::ThreadTracer& tracer);
 
 } // namespace spyglass::sampling

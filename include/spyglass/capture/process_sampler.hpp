@@ -15,6 +15,7 @@
 #include "spyglass/capture/native_capture.hpp"
 #include "spyglass/capture/paused_read.hpp"
 #include "spyglass/capture/stack_capture.hpp"
+#include "spyglass/capture/thread_schedule.hpp"
 #include "spyglass/handoff/capture_queue.hpp"
 #include "spyglass/model/recording.hpp"
 #include "spyglass/process/exec_watch.hpp"
@@ -119,15 +120,9 @@ class ProcessSampler {
         std::optional<process::TaskSyscallReader> syscall{}; // --native, opened on first use
         std::uint32_t index = 0;
         std::uint64_t thread_id = 0;
-        process::TaskStatReader::RunMark run{}; // schedstat at the previous pass
-        std::uint64_t delay_ns = 0;             // schedstat time runnable, at the last full read
-        bool have_run_ns = false;
-        bool have_delay = false;
-        bool on_cpu = false;        // at the previous pass
-        int cpu = -1;               // the CPU it last ran on, when its stat was read then
-        bool starved = false;       // at the previous pass: runnable, not running
-        bool wait_known = false;    // the resolver has its wait reason as of run_ns
-        bool have_previous = false; // the resolver has the thread's stack as of run_ns
+        ThreadSchedule schedule{};
+        bool wait_known = false;    // the resolver has its wait reason as of its run time
+        bool have_previous = false; // the resolver has the thread's stack as of its run time
         python::Address previous_frame = 0;
         std::uint64_t last_seen_ns = 0; // the previous pass that looked at the thread
         std::uint64_t generation = 0;
@@ -136,6 +131,16 @@ class ProcessSampler {
         NativePolicy native{};            // --native: its stack copy's size, whether to stop it
         std::uint32_t native_unstopped = 0, native_stopped = 0; // its captures, for -vv
     };
+    // The thread's state, kept across passes (a new one for a thread not seen before).
+    ThreadState& tracked(const python::ThreadRecord& record);
+    void sample_thread(const python::ThreadRecord& record, ThreadState& thread,
+                       std::uint64_t now_ns, PassStats& stats, process::SchedWatch* sched);
+    // The time the sample stands for (since the thread was last looked at).
+    std::uint64_t weight(ThreadState& thread, std::uint64_t now_ns) const;
+    // What the thread waits in, as of this pass (read, kept from before, or none).
+    RawWait wait_of(ThreadState& thread, const ThreadSchedule::Pass& pass, PassStats& stats);
+    // A thread that has not run since its previous sample: a sample with no frames.
+    bool push_same_stack(const ThreadCapture& base, PassStats& stats);
     bool gone() const;
     // Says once per kind of fault what the walk of the thread lists found wrong with them.
     void say_thread_list_fault(std::size_t threads);
@@ -170,6 +175,7 @@ class ProcessSampler {
     std::uint64_t generation_ = 0;
     std::uint64_t attached_ns_ = 0;
     python::ThreadListFault list_fault_said_ = python::ThreadListFault::none;
+    bool tracer_serviced_ = false; // this pass passed a seized thread's signal on
 };
 
 } // namespace spyglass::sampling
