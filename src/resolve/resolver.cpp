@@ -120,37 +120,9 @@ void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawF
     }
     ProcessEntry* process = process_entry(capture.process);
     if (process == nullptr) return; // not registered: a programming error, nothing to show
-    switch (capture.kind) {
-    case CaptureKind::process_added: {
-        // Before any of its threads: the captures of a process come after this event.
-        const python::TargetInfo& target = process->context->target;
-        sink_.process({target.pid, target.version.to_string(), target.python_binary});
+    if (capture.kind != CaptureKind::sample) {
+        handle_event(capture, *process);
         return;
-    }
-    case CaptureKind::process_retired:
-        if (process->stacks) add(retired_stats_, process->stacks->stats());
-        if (process->native) add(retired_native_, process->native->stats());
-        if (process->waits) add(retired_wait_stats_, process->waits->stats());
-        processes_.erase(capture.process);
-        return;
-    case CaptureKind::thread_seen: {
-        if (threads_.size() <= capture.thread) threads_.resize(capture.thread + 1);
-        ThreadEntry& thread = threads_[capture.thread];
-        thread = ThreadEntry{};
-        thread.process = capture.process;
-        thread.interp = capture.interp;
-        const pid_t pid = process->context->target.pid;
-        thread.info = {pid, capture.tid, capture.thread_id,
-                       process::task_comm(pid, capture.tid).value_or("")};
-        // Named with the others at the next naming round (reading the threading module's
-        // dict once per round, not once per new thread).
-        process->unnamed_threads = true;
-        sink_.thread(capture.thread, thread.info);
-        return;
-    }
-    case CaptureKind::sample:
-    case CaptureKind::clock:
-        break;
     }
     if (capture.thread >= threads_.size()) return;
     ThreadEntry& thread = threads_[capture.thread];
@@ -170,23 +142,7 @@ void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawF
         sample.key.stack = stacks_.intern(std::span(&torn_marker_, 1));
         thread.have_last = false;
     } else {
-        sample.status = process->stacks->resolve(frames,
-                                                 capture.outcome == CaptureOutcome::truncated &&
-                                                     !capture.too_deep && !capture.loops,
-                                                 ids_);
-        if (capture.too_deep) ids_.push_back(deeper_marker_);
-        if (capture.loops) ids_.push_back(loops_marker_);
-        if (capture.native && process->native && sample.status != model::StackStatus::torn) {
-            const NativeResolveStats before = process->native->stats();
-            process->native->resolve(capture.tid, bytes, frames, ids_, process->stacks->kept(),
-                                     merged_);
-            ids_.swap(merged_);
-            if (native_feedback_ != nullptr)
-                native_feedback_->note(
-                    capture.thread,
-                    native_feedback(summarize_unwind(*process->native, before, frames, calls_),
-                                    capture.paused, capture.on_cpu));
-        }
+        sample.status = resolve_stack(capture, frames, bytes, *process);
         sample.key.stack = stacks_.intern(ids_);
         // Whatever it resolved to (a code object gone, an unreadable one, a loop) is what the
         // thread's next same-stack captures stand for: they have not run since.
@@ -194,8 +150,6 @@ void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawF
         thread.have_last = true;
         thread.last_unreadable = process->stacks->unreadable();
         unreadable_samples_ += thread.last_unreadable;
-        if (capture.loops && sample.status == model::StackStatus::ok)
-            sample.status = model::StackStatus::truncated;
     }
     sample.key.wait = resolve_wait(capture, *process, thread, sample.key.stack);
     sink_.sample(sample);
@@ -204,6 +158,64 @@ void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawF
          frames_.strings().size() > table_limit_ || stacks_.frame_count() > 16 * table_limit_))
         reset_tables();
     if (process->unnamed_threads) name_threads(*process, capture.process, capture.time_ns);
+}
+
+void Resolver::handle_event(const ThreadCapture& capture, ProcessEntry& process) {
+    switch (capture.kind) {
+    case CaptureKind::process_added: {
+        // Before any of its threads: the captures of a process come after this event.
+        const python::TargetInfo& target = process.context->target;
+        sink_.process({target.pid, target.version.to_string(), target.python_binary});
+        return;
+    }
+    case CaptureKind::process_retired:
+        if (process.stacks) add(retired_stats_, process.stacks->stats());
+        if (process.native) add(retired_native_, process.native->stats());
+        if (process.waits) add(retired_wait_stats_, process.waits->stats());
+        processes_.erase(capture.process);
+        return;
+    case CaptureKind::thread_seen: {
+        if (threads_.size() <= capture.thread) threads_.resize(capture.thread + 1);
+        ThreadEntry& thread = threads_[capture.thread];
+        thread = ThreadEntry{};
+        thread.process = capture.process;
+        thread.interp = capture.interp;
+        const pid_t pid = process.context->target.pid;
+        thread.info = {pid, capture.tid, capture.thread_id,
+                       process::task_comm(pid, capture.tid).value_or("")};
+        // Named with the others at the next naming round (reading the threading module's
+        // dict once per round, not once per new thread).
+        process.unnamed_threads = true;
+        sink_.thread(capture.thread, thread.info);
+        return;
+    }
+    case CaptureKind::sample:
+    case CaptureKind::clock:
+        return;
+    }
+}
+
+model::StackStatus Resolver::resolve_stack(const ThreadCapture& capture,
+                                           std::span<const python::RawFrame> frames,
+                                           std::span<const std::uint8_t> bytes,
+                                           ProcessEntry& process) {
+    model::StackStatus status = process.stacks->resolve(
+        frames, capture.outcome == CaptureOutcome::truncated && !capture.too_deep && !capture.loops,
+        ids_);
+    if (capture.too_deep) ids_.push_back(deeper_marker_);
+    if (capture.loops) ids_.push_back(loops_marker_);
+    if (capture.native && process.native && status != model::StackStatus::torn) {
+        const NativeResolveStats before = process.native->stats();
+        process.native->resolve(capture.tid, bytes, frames, ids_, process.stacks->kept(), merged_);
+        ids_.swap(merged_);
+        if (native_feedback_ != nullptr)
+            native_feedback_->note(
+                capture.thread,
+                native_feedback(summarize_unwind(*process.native, before, frames, calls_),
+                                capture.paused, capture.on_cpu));
+    }
+    if (capture.loops && status == model::StackStatus::ok) status = model::StackStatus::truncated;
+    return status;
 }
 
 model::WaitId Resolver::resolve_wait(const ThreadCapture& capture, ProcessEntry& process,

@@ -292,6 +292,34 @@ void WaitResolver::describe_poll(const RawWait& raw, std::span<const model::Fram
     out.target = fds.empty() ? std::string() : set_of(fds, pass_ns);
 }
 
+void WaitResolver::describe_outside_syscall(const RawWait& raw, pid_t tid, WaitDescription& out) {
+    if (raw.state == 'D') {
+        out.kind = WaitKind::io;
+    } else if (raw.state == 'T' || raw.state == 't') {
+        out.kind = WaitKind::stopped;
+    } else {
+        out.kind = WaitKind::kernel;
+        // Read now, not at the sample: the one case where the resolver looks at the thread
+        // itself, and a rare one (a page fault that sleeps).
+        auto wchan = process::read_small_file(fmt::format("/proc/{}/task/{}/wchan", pid_, tid));
+        if (wchan && !wchan->empty() && *wchan != "0") out.target = *wchan;
+    }
+}
+
+void WaitResolver::describe_path_wait(const RawWait& raw, WaitDescription& out) {
+    // An open that blocks: a FIFO with no writer yet (or a slow file system).
+    out.kind = WaitKind::file;
+    const bool first = process::syscall_args(raw.nr) == process::SyscallArgs::path0;
+    auto path = path_at(raw.args[first ? 0 : 1]);
+    if (!path) return;
+    std::string full = (*path)[0] == '/' ? process::path_in_target(pid_, *path)
+                                         : fmt::format("/proc/{}/cwd/{}", pid_, *path);
+    struct stat st {};
+    bool fifo = ::stat(full.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+    out.kind = fifo ? WaitKind::pipe : WaitKind::file;
+    out.target = fmt::format("{} {}", fifo ? "fifo" : "file", *path);
+}
+
 WaitDescription WaitResolver::describe(const RawWait& raw, pid_t tid, python::Address interp,
                                        std::span<const model::FrameId> stack,
                                        const model::FrameTable& frames, std::uint64_t pass_ns) {
@@ -305,17 +333,7 @@ WaitDescription WaitResolver::describe(const RawWait& raw, pid_t tid, python::Ad
         out.kind = WaitKind::cpu_starved;
         return out;
     case WaitRead::user:
-        if (raw.state == 'D') {
-            out.kind = WaitKind::io;
-        } else if (stopped) {
-            out.kind = WaitKind::stopped;
-        } else {
-            out.kind = WaitKind::kernel;
-            // Read now, not at the sample: the one case where the resolver looks at the thread
-            // itself, and a rare one (a page fault that sleeps).
-            auto wchan = process::read_small_file(fmt::format("/proc/{}/task/{}/wchan", pid_, tid));
-            if (wchan && !wchan->empty() && *wchan != "0") out.target = *wchan;
-        }
+        describe_outside_syscall(raw, tid, out);
         return out;
     case WaitRead::syscall:
         break;
@@ -365,20 +383,9 @@ WaitDescription WaitResolver::describe(const RawWait& raw, pid_t tid, python::Ad
         break;
     }
     case process::SyscallArgs::path0:
-    case process::SyscallArgs::path1: {
-        // An open that blocks: a FIFO with no writer yet (or a slow file system).
-        out.kind = WaitKind::file;
-        const bool first = process::syscall_args(raw.nr) == process::SyscallArgs::path0;
-        auto path = path_at(raw.args[first ? 0 : 1]);
-        if (!path) break;
-        std::string full = (*path)[0] == '/' ? process::path_in_target(pid_, *path)
-                                             : fmt::format("/proc/{}/cwd/{}", pid_, *path);
-        struct stat st {};
-        bool fifo = ::stat(full.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
-        out.kind = fifo ? WaitKind::pipe : WaitKind::file;
-        out.target = fmt::format("{} {}", fifo ? "fifo" : "file", *path);
+    case process::SyscallArgs::path1:
+        describe_path_wait(raw, out);
         break;
-    }
     case process::SyscallArgs::none:
         out.kind = raw.state == 'D' ? WaitKind::io : WaitKind::syscall;
         break;

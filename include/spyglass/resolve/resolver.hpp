@@ -83,6 +83,12 @@ class Resolver {
         bool named = false;           // by the threading module, not the OS
     };
     ProcessEntry* process_entry(std::uint32_t slot);
+    // A process added or retired, a thread seen.
+    void handle_event(const ThreadCapture& capture, ProcessEntry& process);
+    // The capture's frames into ids_ (Python, markers, native merged): its status.
+    model::StackStatus resolve_stack(const ThreadCapture& capture,
+                                     std::span<const python::RawFrame> frames,
+                                     std::span<const std::uint8_t> bytes, ProcessEntry& process);
     void handle(const ThreadCapture& capture, std::span<const python::RawFrame> frames,
                 std::span<const std::uint8_t> bytes);
     void name_threads(ProcessEntry& process, std::uint32_t slot, std::uint64_t now_ns);

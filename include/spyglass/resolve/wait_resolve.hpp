@@ -68,6 +68,10 @@ class WaitResolver {
     const process::SocketInfo* socket(std::uint64_t inode, std::uint64_t pass_ns);
     std::string set_of(const std::vector<int>& fds, std::uint64_t pass_ns);
     std::optional<std::string> path_at(process::Address address);
+    // Blocked outside a system call: in a page fault, stopped, or in uninterruptible I/O.
+    void describe_outside_syscall(const RawWait& raw, pid_t tid, WaitDescription& out);
+    // An open (or another call on a path) that blocks: a FIFO, or a slow file system.
+    void describe_path_wait(const RawWait& raw, WaitDescription& out);
     void describe_futex(const RawWait& raw, python::Address interp,
                         std::span<const model::FrameId> stack, const model::FrameTable& frames,
                         WaitDescription& out);
