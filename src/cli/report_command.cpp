@@ -83,7 +83,7 @@ void print_summary(const std::string& input, const output::RawReader& reader,
             const model::Frame& leaf = profile.frames->get(frames.front());
             const model::StringTable& strings = profile.frames->strings();
             label = std::string(strings.view(leaf.function));
-            if (leaf.kind != model::FrameKind::marker && leaf.file != 0)
+            if (leaf.kind != model::FrameKind::marker && leaf.file.value != 0)
                 label += " (" + output::short_filename(strings.view(leaf.file)) + ")";
         }
         self[label] += sample.weight_ns;

@@ -7,39 +7,39 @@ namespace spyglass::model {
 StringId StringTable::intern(std::string_view text) {
     auto it = index_.find(text);
     if (it != index_.end()) return it->second;
-    auto id = static_cast<StringId>(strings_.size());
+    StringId id(static_cast<std::uint32_t>(strings_.size()));
     const std::string& stored = strings_.emplace_back(text);
     index_.emplace(stored, id);
     return id;
 }
 
 std::size_t FrameTable::Hash::operator()(const Frame& f) const noexcept {
-    std::uint64_t h = f.function;
-    h = h * 0x9E3779B97F4A7C15ull ^ f.file;
+    std::uint64_t h = f.function.value;
+    h = h * 0x9E3779B97F4A7C15ull ^ f.file.value;
     h = h * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint32_t>(f.line);
     h = h * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint32_t>(f.first_line);
     h = h * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint8_t>(f.kind);
-    h = h * 0x9E3779B97F4A7C15ull ^ f.module;
+    h = h * 0x9E3779B97F4A7C15ull ^ f.module.value;
     return static_cast<std::size_t>(h ^ (h >> 29));
 }
 
 FrameId FrameTable::intern(const Frame& frame) {
     auto it = index_.find(frame);
     if (it != index_.end()) return it->second;
-    auto id = static_cast<FrameId>(frames_.size());
+    FrameId id(static_cast<std::uint32_t>(frames_.size()));
     frames_.push_back(frame);
     index_.emplace(frame, id);
     return id;
 }
 
 FrameId FrameTable::marker(std::string_view text) {
-    return intern(Frame{strings_.intern(text), 0, 0, 0, FrameKind::marker});
+    return intern(Frame{strings_.intern(text), StringId{}, 0, 0, FrameKind::marker});
 }
 
 std::uint64_t StackTable::hash(std::span<const FrameId> frames) noexcept {
     std::uint64_t h = 0xcbf29ce484222325ull ^ frames.size();
     for (FrameId id : frames)
-        h = (h ^ id) * 0x100000001b3ull;
+        h = (h ^ id.value) * 0x100000001b3ull;
     return h;
 }
 
@@ -51,7 +51,7 @@ StackId StackTable::intern(std::span<const FrameId> frames) {
         if (std::equal(existing.begin(), existing.end(), frames.begin(), frames.end()))
             return it->second;
     }
-    auto id = static_cast<StackId>(entries_.size());
+    StackId id(static_cast<std::uint32_t>(entries_.size()));
     entries_.push_back(
         {static_cast<std::uint32_t>(pool_.size()), static_cast<std::uint32_t>(frames.size()), h});
     pool_.insert(pool_.end(), frames.begin(), frames.end());
@@ -76,7 +76,7 @@ void FrameTable::clear() {
 }
 
 void FrameTable::set_build_id(StringId module, std::string_view hex) {
-    if (module == 0 || hex.empty() || build_ids_.contains(module)) return;
+    if (module == StringId{} || hex.empty() || build_ids_.contains(module)) return;
     StringId id = strings_.intern(hex);
     build_ids_.emplace(module, id);
     build_id_list_.emplace_back(module, id);

@@ -5,9 +5,9 @@ namespace spyglass::model {
 namespace {
 
 template <typename Id>
-Id& slot(std::vector<Id>& map, std::uint32_t id, Id none) {
-    if (id >= map.size()) map.resize(id + 1, none);
-    return map[id];
+Id& slot(std::vector<Id>& map, Id id) {
+    if (id.value >= map.size()) map.resize(std::size_t{id.value} + 1, Id::invalid());
+    return map[id.value];
 }
 
 } // namespace
@@ -30,18 +30,19 @@ void StackProjector::forget() {
 }
 
 StringId StackProjector::string(StringId id) {
-    StringId& out = slot(strings_, id, kNone);
-    if (out == kNone) out = to_frames_->strings().intern(from_frames_.strings().view(id));
+    StringId& out = slot(strings_, id);
+    if (out == StringId::invalid())
+        out = to_frames_->strings().intern(from_frames_.strings().view(id));
     return out;
 }
 
 FrameId StackProjector::frame(FrameId id) {
-    FrameId& out = slot(frames_, id, kNone);
-    if (out != kNone) return out;
+    FrameId& out = slot(frames_, id);
+    if (out != FrameId::invalid()) return out;
     Frame frame = from_frames_.get(id);
     frame.function = string(frame.function);
     frame.file = string(frame.file);
-    if (frame.module != 0) {
+    if (frame.module != StringId{}) {
         std::string_view build_id = from_frames_.build_id(frame.module);
         frame.module = string(frame.module);
         to_frames_->set_build_id(frame.module, build_id);
@@ -56,23 +57,23 @@ FrameId StackProjector::frame(FrameId id) {
 }
 
 StackId StackProjector::stack(StackId id) {
-    StackId& cached = slot(stacks_, id, kNone);
-    if (cached != kNone) return cached;
+    StackId& cached = slot(stacks_, id);
+    if (cached != StackId::invalid()) return cached;
     scratch_.clear();
     for (FrameId frame_id : from_stacks_.get(id))
         scratch_.push_back(frame(frame_id));
     // (frame() may have grown frames_, not stacks_: the reference is still good.)
-    return stacks_[id] = to_stacks_->intern(scratch_);
+    return stacks_[id.value] = to_stacks_->intern(scratch_);
 }
 
 WaitId StackProjector::wait(WaitId id) {
-    if (id == 0) return 0;
-    WaitId& cached = slot(waits_, id, kNone);
-    if (cached != kNone) return cached;
+    if (id == WaitId{}) return WaitId{};
+    WaitId& cached = slot(waits_, id);
+    if (cached != WaitId::invalid()) return cached;
     Wait wait = from_frames_.waits().get(id);
     wait.syscall = string(wait.syscall);
     wait.target = string(wait.target);
-    return waits_[id] = to_frames_->waits().intern(wait);
+    return waits_[id.value] = to_frames_->waits().intern(wait);
 }
 
 ProjectingSink::ProjectingSink(const FrameTable& frames, const StackTable& stacks,

@@ -45,7 +45,7 @@ const char* wait_kind_name(WaitKind kind) noexcept {
 WaitId WaitTable::intern(const Wait& wait) {
     auto it = index_.find(wait);
     if (it != index_.end()) return it->second;
-    auto id = static_cast<WaitId>(waits_.size());
+    WaitId id(static_cast<std::uint32_t>(waits_.size()));
     waits_.push_back(wait);
     index_.emplace(wait, id);
     return id;

@@ -117,11 +117,11 @@ class ChromeTraceWriter final : public ProfileWriter {
             for (const Slice& slice : threads[t].finish()) {
                 const DisplayFrames::Entry& frame = display[slice.frame];
                 json.begin_object().field("ph", "X").field("name", frame.label);
-                json.field("cat", frame.wait != 0      ? "wait"
-                                  : frame.off_cpu      ? "off-cpu"
-                                  : frame.synthetic    ? "spyglass"
-                                  : frame.file.empty() ? "marker"
-                                                       : "python");
+                json.field("cat", frame.wait.value != 0 ? "wait"
+                                  : frame.off_cpu       ? "off-cpu"
+                                  : frame.synthetic     ? "spyglass"
+                                  : frame.file.empty()  ? "marker"
+                                                        : "python");
                 json.field("ts", microseconds(slice.start_ns));
                 json.field("dur", microseconds(slice.end_ns - slice.start_ns));
                 json.field("pid", static_cast<std::int64_t>(thread.pid));
@@ -130,12 +130,12 @@ class ChromeTraceWriter final : public ProfileWriter {
                     json.key("args").begin_object().field("file", frame.file);
                     if (frame.line > 0) json.field("line", frame.line);
                     json.end_object();
-                } else if (frame.wait != 0) {
+                } else if (frame.wait.value != 0) {
                     const model::Wait& wait = profile.frames->waits().get(frame.wait);
                     const model::StringTable& strings = profile.frames->strings();
                     json.key("args").begin_object().field("wait", model::wait_kind_name(wait.kind));
-                    if (wait.syscall != 0) json.field("syscall", strings.view(wait.syscall));
-                    if (wait.target != 0) json.field("target", strings.view(wait.target));
+                    if (wait.syscall.value != 0) json.field("syscall", strings.view(wait.syscall));
+                    if (wait.target.value != 0) json.field("target", strings.view(wait.target));
                     json.end_object();
                 }
                 json.end_object();

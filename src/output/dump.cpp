@@ -151,7 +151,7 @@ std::string format_dump_json(const model::ProcessSnapshot& snapshot,
             } else if (frame.kind == model::FrameKind::native) {
                 json.field("native", true);
                 json.field("module", native_module_name(frame, strings));
-                if (frame.module != 0) {
+                if (frame.module.value != 0) {
                     json.field("path", strings.view(frame.module));
                     if (std::string_view id = frames.build_id(frame.module); !id.empty())
                         json.field("build_id", id);

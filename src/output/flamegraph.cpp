@@ -449,7 +449,7 @@ Result<void> write_flamegraph(const model::Profile& profile, std::FILE* out,
             double x = kXPad + static_cast<double>(node.offset) * layout.scale();
             double w = static_cast<double>(node.total) * layout.scale();
             double y = bottom - (node.depth + 1) * kFrameHeight;
-            Hue hue = frame.wait != 0 ? Hue::wait_reason
+            Hue hue = frame.wait.value != 0 ? Hue::wait_reason
                       : frame.off_cpu || (node.total - node.on_cpu) * 2 > node.total ? Hue::waiting
                       : frame.native                                                 ? Hue::native
                                                                                      : Hue::running;

@@ -57,8 +57,8 @@ class Locations {
         : profile_(profile), out_(out), strings_(strings), by_frame_(profile.frames->size(), 0) {}
 
     std::uint64_t location(model::FrameId id) {
-        if (id >= by_frame_.size()) by_frame_.resize(profile_.frames->size(), 0);
-        std::uint64_t& cached = by_frame_[id];
+        if (id.value >= by_frame_.size()) by_frame_.resize(profile_.frames->size(), 0);
+        std::uint64_t& cached = by_frame_[id.value];
         if (cached != 0) return cached;
         const model::Frame& frame = profile_.frames->get(id);
         const model::StringTable& text = profile_.frames->strings();
@@ -85,14 +85,14 @@ class Locations {
     // addresses needing no relocation (elfexec.GetBase).
     std::uint64_t native_mapping(const model::Frame& frame) {
         const model::StringTable& text = profile_.frames->strings();
-        std::string_view path = text.view(frame.module != 0 ? frame.module : frame.file);
+        std::string_view path = text.view(frame.module.value != 0 ? frame.module : frame.file);
         auto [it, fresh] = mappings_.try_emplace(std::string(path), 0);
         if (fresh) {
             pb::Mapping* mapping = out_.add_mapping();
             it->second = static_cast<std::uint64_t>(out_.mapping_size());
             mapping->set_id(it->second);
             mapping->set_filename(strings_.id(path));
-            if (frame.module != 0)
+            if (frame.module.value != 0)
                 mapping->set_build_id(strings_.id(profile_.frames->build_id(frame.module)));
             mapping->set_has_functions(true);
             mapping->set_has_filenames(true);
@@ -224,15 +224,16 @@ class PprofWriter final : public ProfileWriter {
                 add_num_label(entry, pid, t.pid);
             }
             add_label(entry, gil, sample.key.gil ? yes : no);
-            if (sample.key.wait != 0 && sample.key.wait < profile.frames->waits().size()) {
+            if (sample.key.wait.value != 0 &&
+                sample.key.wait.value < profile.frames->waits().size()) {
                 const model::Wait& wait = profile.frames->waits().get(sample.key.wait);
                 const model::StringTable& text = profile.frames->strings();
                 // Keys made on first use: a profile without waits has the strings it had.
                 add_label(entry, strings.id("wait"), strings.id(model::wait_kind_name(wait.kind)));
-                if (wait.syscall != 0)
+                if (wait.syscall.value != 0)
                     add_label(entry, strings.id("wait_syscall"),
                               strings.id(text.view(wait.syscall)));
-                if (wait.target != 0)
+                if (wait.target.value != 0)
                     add_label(entry, strings.id("wait_target"), strings.id(text.view(wait.target)));
             }
         }

@@ -65,7 +65,7 @@ struct Decoder {
 
     void reset_ids() {
         strings.assign(1, frames.strings().intern(""));
-        waits.assign(1, 0);
+        waits.assign(1, model::WaitId{});
         frame_ids.clear();
         stack_ids.assign(1, stacks.intern({}));
         std::fill(last_stack.begin(), last_stack.end(), kUnset);
@@ -185,7 +185,7 @@ bool decode_records(Decoder& d, std::string_view bytes, std::vector<Event>& even
             break;
         }
         case raw::kBuildId: {
-            model::StringId module = 0, build_id = 0;
+            model::StringId module, build_id;
             if (d.version < 2 || !string_id(in.varint(), module) ||
                 !string_id(in.varint(), build_id))
                 return give_up();

@@ -156,31 +156,31 @@ void RawWriter::define_new_entries() {
         const model::Wait& wait = waits.get(static_cast<model::WaitId>(s.waits));
         s.records.push_back(static_cast<char>(raw::kWait));
         s.records.push_back(static_cast<char>(wait.kind));
-        raw::put_varint(s.records, wait.syscall);
-        raw::put_varint(s.records, wait.target);
+        raw::put_varint(s.records, wait.syscall.value);
+        raw::put_varint(s.records, wait.target.value);
     }
     for (; s.frames < frames_.size(); ++s.frames) {
         const model::Frame& frame = frames_.get(static_cast<model::FrameId>(s.frames));
         s.records.push_back(static_cast<char>(raw::kFrame));
-        raw::put_varint(s.records, frame.function);
-        raw::put_varint(s.records, frame.file);
+        raw::put_varint(s.records, frame.function.value);
+        raw::put_varint(s.records, frame.file.value);
         raw::put_varint(s.records, raw::zigzag(frame.line));
         raw::put_varint(s.records, raw::zigzag(frame.first_line));
         s.records.push_back(static_cast<char>(frame.kind));
-        if (header_.format_version >= 2) raw::put_varint(s.records, frame.module);
+        if (header_.format_version >= 2) raw::put_varint(s.records, frame.module.value);
     }
     for (; header_.format_version >= 2 && s.build_ids < frames_.build_ids().size(); ++s.build_ids) {
         auto [module, build_id] = frames_.build_ids()[s.build_ids];
         s.records.push_back(static_cast<char>(raw::kBuildId));
-        raw::put_varint(s.records, module);
-        raw::put_varint(s.records, build_id);
+        raw::put_varint(s.records, module.value);
+        raw::put_varint(s.records, build_id.value);
     }
     for (; s.stacks < stacks_.size(); ++s.stacks) {
         std::span<const model::FrameId> ids = stacks_.get(static_cast<model::StackId>(s.stacks));
         s.records.push_back(static_cast<char>(raw::kStack));
         raw::put_varint(s.records, ids.size());
         for (model::FrameId id : ids)
-            raw::put_varint(s.records, id);
+            raw::put_varint(s.records, id.value);
     }
 }
 
@@ -245,11 +245,11 @@ void RawWriter::sample(const model::Sample& sample) {
     std::uint8_t flags = raw::kSample;
     if (key.on_cpu) flags |= raw::kOnCpu;
     if (key.gil) flags |= raw::kGil;
-    if (s.last_stack[key.thread] == key.stack) flags |= raw::kSameStack;
+    if (s.last_stack[key.thread] == key.stack.value) flags |= raw::kSameStack;
     if (sample.weight_ns == s.weight_ns) flags |= raw::kSameWeight;
     if (sample.cpu_ns != 0) flags |= raw::kHasCpu;
     std::uint8_t extra = static_cast<std::uint8_t>(sample.status);
-    if (key.wait != 0) extra |= raw::kHasWait;
+    if (key.wait.value != 0) extra |= raw::kHasWait;
     if (extra != 0) flags |= raw::kHasExtra;
     if (sample.time_ns != s.time_ns) flags |= raw::kHasTime;
     s.records.push_back(static_cast<char>(flags));
@@ -257,17 +257,17 @@ void RawWriter::sample(const model::Sample& sample) {
     if (flags & raw::kHasTime)
         raw::put_varint(s.records, raw::zigzag(static_cast<std::int64_t>(sample.time_ns) -
                                                static_cast<std::int64_t>(s.time_ns)));
-    if (!(flags & raw::kSameStack)) raw::put_varint(s.records, key.stack);
+    if (!(flags & raw::kSameStack)) raw::put_varint(s.records, key.stack.value);
     if (!(flags & raw::kSameWeight)) raw::put_varint(s.records, sample.weight_ns);
     if (flags & raw::kHasCpu) raw::put_varint(s.records, sample.cpu_ns);
     if (flags & raw::kHasExtra) {
         s.records.push_back(static_cast<char>(extra));
-        if (extra & raw::kHasWait) raw::put_varint(s.records, key.wait);
+        if (extra & raw::kHasWait) raw::put_varint(s.records, key.wait.value);
     }
     s.thread = key.thread;
     s.time_ns = sample.time_ns;
     s.weight_ns = sample.weight_ns;
-    s.last_stack[key.thread] = key.stack;
+    s.last_stack[key.thread] = key.stack.value;
     if (s.records.size() >= kBlockTarget || sample.time_ns - s.block_start_ns >= kBlockInterval)
         flush_block();
 }

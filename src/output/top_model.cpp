@@ -158,8 +158,9 @@ std::uint32_t TopModel::intern_row(RowInfo info) {
 
 std::uint32_t TopModel::row_of(model::FrameId frame, bool by_line) {
     std::vector<std::uint32_t>& cache = frame_rows_[by_line ? 1 : 0];
-    if (frame >= cache.size()) cache.resize(std::max<std::size_t>(frames_.size(), frame + 1), 0);
-    if (cache[frame] != 0) return cache[frame] - 1;
+    const std::uint32_t at = frame.value;
+    if (at >= cache.size()) cache.resize(std::max<std::size_t>(frames_.size(), at + 1), 0);
+    if (cache[at] != 0) return cache[at] - 1;
     const model::Frame& f = frames_.get(frame);
     RowInfo info;
     // Escaped once here: the plain table and the screen both print these.
@@ -169,14 +170,14 @@ std::uint32_t TopModel::row_of(model::FrameId frame, bool by_line) {
         if (options_.line_numbers) info.line = by_line ? f.line : f.first_line;
     }
     std::uint32_t row = intern_row(std::move(info));
-    cache[frame] = row + 1;
+    cache[at] = row + 1;
     return row;
 }
 
 void TopModel::learn_stack(model::StackId stack) {
-    if (stack >= stack_rows_.size())
-        stack_rows_.resize(std::max<std::size_t>(stacks_.size(), stack + 1));
-    if (stack_rows_[stack].known) return;
+    const std::uint32_t at = stack.value;
+    if (at >= stack_rows_.size()) stack_rows_.resize(std::max<std::size_t>(stacks_.size(), at + 1));
+    if (stack_rows_[at].known) return;
     std::span<const model::FrameId> frames = stacks_.get(stack);
     StackRows entry{};
     for (int by_line = 0; by_line < 2; ++by_line) {
@@ -195,16 +196,16 @@ void TopModel::learn_stack(model::StackId stack) {
         row_pool_.insert(row_pool_.end(), scratch_.begin(), scratch_.end());
     }
     entry.known = true;
-    stack_rows_[stack] = entry;
+    stack_rows_[at] = entry;
 }
 
 void TopModel::learn_wait(model::WaitId wait) {
-    if (wait >= wait_info_.size())
-        wait_info_.resize(std::max<std::size_t>(frames_.waits().size(), wait + 1));
-    WaitInfo& info = wait_info_[wait];
+    if (wait.value >= wait_info_.size())
+        wait_info_.resize(std::max<std::size_t>(frames_.waits().size(), wait.value + 1));
+    WaitInfo& info = wait_info_[wait.value];
     if (info.known) return;
     info.known = true;
-    if (wait == 0) {
+    if (wait.value == 0) {
         info.label = "(reason not read)";
         info.kind = "-";
         return;
@@ -244,7 +245,7 @@ TopTable TopModel::table(const TopQuery& query) const {
         if (query.view == model::SampleMode::cpu && !key.on_cpu) continue;
         const std::uint64_t weight = sums.weight_ns;
         table.samples += weight;
-        const StackRows& rows = stack_rows_[key.stack];
+        const StackRows& rows = stack_rows_[key.stack.value];
         const std::uint32_t* first = row_pool_.data() + rows.offset[by_line];
         RowCounts& own = counts[*first];
         own.own += weight;
@@ -253,9 +254,9 @@ TopTable TopModel::table(const TopQuery& query) const {
             counts[first[i]].total += weight;
         // What waited: off-CPU samples (with their reason, or without one), and runnable
         // threads that waited for a CPU.
-        const bool waited = !key.on_cpu || key.wait != 0;
+        const bool waited = !key.on_cpu || key.wait.value != 0;
         if (!waited) continue;
-        if (key.wait != 0) row_waits[std::uint64_t{*first} << 32 | key.wait] += weight;
+        if (key.wait.value != 0) row_waits[std::uint64_t{*first} << 32 | key.wait.value] += weight;
         WaitCounts& w = wait_counts[key.wait];
         w.time += weight;
         w.by_row[*first] += weight;
@@ -281,10 +282,10 @@ TopTable TopModel::table(const TopQuery& query) const {
         }
     }
 
-    std::vector<std::pair<model::WaitId, std::uint64_t>> main_wait(rows_.size(), {0, 0});
+    std::vector<std::pair<model::WaitId, std::uint64_t>> main_wait(rows_.size());
     for (const auto& [packed, time] : row_waits) {
         auto& best = main_wait[packed >> 32];
-        auto wait = static_cast<model::WaitId>(packed & 0xffffffffu);
+        model::WaitId wait(static_cast<std::uint32_t>(packed & 0xffffffffu));
         if (time > best.second || (time == best.second && wait < best.first)) best = {wait, time};
     }
     for (std::size_t row = 0; row < counts.size(); ++row) {
@@ -298,7 +299,7 @@ TopTable TopModel::table(const TopQuery& query) const {
         out.total = counts[row].total;
         out.own_on_cpu = counts[row].own_on_cpu;
         if (main_wait[row].second != 0) {
-            out.wait = wait_info_[main_wait[row].first].label;
+            out.wait = wait_info_[main_wait[row].first.value].label;
             out.wait_time = main_wait[row].second;
         }
         table.rows.push_back(std::move(out));
@@ -306,8 +307,8 @@ TopTable TopModel::table(const TopQuery& query) const {
     for (const auto& [wait, w] : wait_counts) {
         TopWaitRow out;
         out.wait = wait;
-        out.label = wait_info_[wait].label;
-        out.kind = wait_info_[wait].kind;
+        out.label = wait_info_[wait.value].label;
+        out.kind = wait_info_[wait.value].kind;
         out.time = w.time;
         out.threads = w.threads.size();
         std::pair<std::uint32_t, std::uint64_t> top{0, 0};

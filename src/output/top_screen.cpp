@@ -298,7 +298,7 @@ std::vector<std::string> top_header(const TopTable& table, const TopTarget& targ
                        view.query.waits ? std::string("Sort time")
                                         : fmt::format("Sort {}", top_sort_name(view.query.sort)));
     if (view.query.wait) {
-        std::string label = fmt::format("wait #{}", *view.query.wait);
+        std::string label = fmt::format("wait #{}", view.query.wait->value);
         for (const TopWaitRow& wait : table.waits)
             if (wait.wait == *view.query.wait) label = wait.label;
         line += " | Waiting on " + label;

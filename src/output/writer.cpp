@@ -126,7 +126,7 @@ std::string short_filename(std::string_view path) {
 
 std::string_view native_module_name(const model::Frame& frame, const model::StringTable& strings) {
     // Frames of a raw recording of format 1 have no module path: their file is the module.
-    std::string_view path = strings.view(frame.module != 0 ? frame.module : frame.file);
+    std::string_view path = strings.view(frame.module.value != 0 ? frame.module : frame.file);
     return path.substr(path.rfind('/') + 1);
 }
 
@@ -173,8 +173,8 @@ DisplayFrames::Id DisplayFrames::intern(Entry entry) {
 }
 
 DisplayFrames::Id DisplayFrames::frame(model::FrameId id) {
-    if (id >= by_frame_.size()) by_frame_.resize(profile_.frames->size(), kUnset);
-    Id& cached = by_frame_[id];
+    if (id.value >= by_frame_.size()) by_frame_.resize(profile_.frames->size(), kUnset);
+    Id& cached = by_frame_[id.value];
     if (cached != kUnset) return cached;
     const model::Frame& frame = profile_.frames->get(id);
     const model::StringTable& strings = profile_.frames->strings();
@@ -195,9 +195,9 @@ namespace {
 // to 3.10 time.sleep is select() on no descriptors (pselect6), which must read as the sleep it
 // is, as clock_nanosleep does on 3.11+.
 std::string wait_call(const model::Wait& wait, const model::StringTable& strings) {
-    if (wait.syscall == 0) return std::string(model::wait_kind_name(wait.kind));
+    if (wait.syscall.value == 0) return std::string(model::wait_kind_name(wait.kind));
     std::string call(strings.view(wait.syscall));
-    if (wait.kind == model::WaitKind::sleep && wait.target == 0 &&
+    if (wait.kind == model::WaitKind::sleep && wait.target.value == 0 &&
         call.find("sleep") == std::string::npos)
         call += " sleep";
     return call;
@@ -211,7 +211,7 @@ std::string wait_label(const model::Profile& profile, model::WaitId id) {
     const model::StringTable& strings = profile.frames->strings();
     std::string label = "[wait ";
     label += wait_call(wait, strings);
-    if (wait.target != 0) {
+    if (wait.target.value != 0) {
         label += ' ';
         label += strings.view(wait.target);
     }
@@ -221,7 +221,7 @@ std::string wait_label(const model::Profile& profile, model::WaitId id) {
 
 std::string wait_summary(const model::FrameTable& frames, model::WaitId id) {
     const model::Wait& wait = frames.waits().get(id);
-    if (wait.target != 0) return std::string(frames.strings().view(wait.target));
+    if (wait.target.value != 0) return std::string(frames.strings().view(wait.target));
     return wait_call(wait, frames.strings());
 }
 
@@ -256,11 +256,11 @@ void DisplayFrames::stack(std::uint32_t thread, model::StackId stack, bool on_cp
         if (no_frames_ == kUnset) no_frames_ = synthetic(std::string(kNoFramesFrame));
         out.push_back(no_frames_);
     }
-    if (wait >= profile_.frames->waits().size()) wait = 0; // not a wait of this recording
+    if (wait.value >= profile_.frames->waits().size()) wait = {}; // not a wait of this recording
     const bool starved =
-        wait != 0 && profile_.frames->waits().get(wait).kind == model::WaitKind::cpu_starved;
-    if (wait != 0 && on_cpu != starved) wait = 0; // a stray: running with a reason to wait
-    if (wait != 0) {
+        wait.value != 0 && profile_.frames->waits().get(wait).kind == model::WaitKind::cpu_starved;
+    if (wait.value != 0 && on_cpu != starved) wait = {}; // a stray: running with a reason to wait
+    if (wait.value != 0) {
         auto it = waits_.find(wait);
         if (it == waits_.end()) {
             Entry entry;

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "spyglass/process/bytes.hpp"
 #include "spyglass/process/checked.hpp"
 #include "spyglass/process/remote_field.hpp"
+#include "spyglass/python/struct_view.hpp"
 
 namespace spyglass::python {
 
@@ -14,7 +14,6 @@ namespace {
 using process::checked_add;
 using process::checked_load;
 using process::checked_sub;
-using process::load;
 
 // A span of the GIL's words read in one go per pass, at most: the two words are a few bytes
 // apart in every layout (at most 256 with a _Py_DebugOffsets).
@@ -73,28 +72,28 @@ process::ReadStatus PythonProcess::read_interpreters(std::vector<Address>& out) 
     return {};
 }
 
-void PythonProcess::decode_tstate(const std::uint8_t* bytes, Address tstate, Address interp,
+void PythonProcess::decode_tstate(StructView bytes, Address tstate, Address interp,
                                   std::uint32_t index, ThreadRecord& record) {
     const LayoutOffsets& o = target_.layout.off;
+    auto u64 = [&](std::uint32_t offset) { return bytes.field_or_zero<std::uint64_t>(offset); };
     record = ThreadRecord{};
     record.tstate = tstate;
     record.interp = interp;
     record.interp_index = index;
-    record.thread_id = load<std::uint64_t>(bytes + o.tstate_thread_id);
-    if (o.tstate_frame != kAbsent) record.frame = load<std::uint64_t>(bytes + o.tstate_frame);
-    if (o.tstate_current_frame != kAbsent)
-        record.frame = load<std::uint64_t>(bytes + o.tstate_current_frame);
-    if (o.tstate_cframe != kAbsent) record.cframe = load<std::uint64_t>(bytes + o.tstate_cframe);
+    record.thread_id = u64(o.tstate_thread_id);
+    if (o.tstate_frame != kAbsent) record.frame = u64(o.tstate_frame);
+    if (o.tstate_current_frame != kAbsent) record.frame = u64(o.tstate_current_frame);
+    if (o.tstate_cframe != kAbsent) record.cframe = u64(o.tstate_cframe);
     if (o.tstate_datastack_chunk != kAbsent) {
-        record.datastack_chunk = load<std::uint64_t>(bytes + o.tstate_datastack_chunk);
-        record.datastack_top = load<std::uint64_t>(bytes + o.tstate_datastack_top);
+        record.datastack_chunk = u64(o.tstate_datastack_chunk);
+        record.datastack_top = u64(o.tstate_datastack_top);
     }
     if (o.tstate_status != kAbsent && o.tstate_holds_gil_bit != kAbsent) {
-        auto status_word = load<std::uint32_t>(bytes + o.tstate_status);
+        auto status_word = bytes.field_or_zero<std::uint32_t>(o.tstate_status);
         record.holds_gil = static_cast<std::int8_t>((status_word >> o.tstate_holds_gil_bit) & 1);
     }
     if (o.tstate_native_thread_id != kAbsent)
-        record.tid = static_cast<pid_t>(load<std::uint64_t>(bytes + o.tstate_native_thread_id));
+        record.tid = static_cast<pid_t>(u64(o.tstate_native_thread_id));
     else
         record.tid = tid_for(tstate, record.thread_id);
     if (namespace_tids_) record.tid = namespace_tids_->to_host(record.tid);
@@ -229,11 +228,12 @@ process::ReadStatus PythonProcess::read_threads_slowly(std::vector<ThreadRecord>
             }
             if (auto status = memory_->read(tstate, buffer, tstate_read_size_); !status)
                 return status;
-            if (load<std::uint64_t>(buffer + o.tstate_interp) != interp)
+            StructView tstate_view(buffer, tstate_read_size_);
+            if (tstate_view.field<std::uint64_t>(o.tstate_interp) != interp)
                 return std::unexpected(ReadError{Errc::corrupt, tstate});
-            decode_tstate(buffer, tstate, interp, static_cast<std::uint32_t>(index),
+            decode_tstate(tstate_view, tstate, interp, static_cast<std::uint32_t>(index),
                           out.emplace_back());
-            tstate = load<std::uint64_t>(buffer + o.tstate_next);
+            tstate = tstate_view.field_or_zero<std::uint64_t>(o.tstate_next);
         }
         Address holder = 0;
         bool gil_known = false;
@@ -264,10 +264,11 @@ process::ReadStatus PythonProcess::reread_thread(ThreadRecord& record) {
     std::uint8_t* buffer = tstate_buffer_.data();
     if (auto status = memory_->read(record.tstate, buffer, tstate_read_size_); !status)
         return status;
-    if (load<std::uint64_t>(buffer + o.tstate_interp) != record.interp)
+    StructView tstate_view(buffer, tstate_read_size_);
+    if (tstate_view.field<std::uint64_t>(o.tstate_interp) != record.interp)
         return std::unexpected(ReadError{Errc::corrupt, record.tstate});
     std::int8_t holds_gil = record.holds_gil;
-    decode_tstate(buffer, record.tstate, record.interp, record.interp_index, record);
+    decode_tstate(tstate_view, record.tstate, record.interp, record.interp_index, record);
     if (record.holds_gil < 0) record.holds_gil = holds_gil;
     if (record.cframe != 0 && o.cframe_current_frame != kAbsent) {
         auto frame =
@@ -346,32 +347,32 @@ bool PythonProcess::read_threads_fast(std::vector<ThreadRecord>& out,
     if (!memory_->read_many(batch_)) return false;
 
     // The shape must be exactly the remembered one.
-    if (load<std::uint64_t>(head) != c.interps.front()) return false;
+    if (StructView(head, 8).field<std::uint64_t>(0) != c.interps.front()) return false;
     std::size_t t = 0;
     out.clear();
     for (std::size_t i = 0; i < c.interps.size(); ++i) {
-        const std::uint8_t* interp = interp_bytes[i] - interp_low;
-        Address next = load<std::uint64_t>(interp + o.interp_next);
+        StructView interp(interp_bytes[i], interp_span, interp_low);
+        auto next = interp.field<std::uint64_t>(o.interp_next);
         if (next != (i + 1 < c.interps.size() ? c.interps[i + 1] : 0)) return false;
         Address expected = c.thread_counts[i] ? c.tstates[t] : 0;
-        if (load<std::uint64_t>(interp + o.interp_threads_head) != expected) return false;
+        if (interp.field<std::uint64_t>(o.interp_threads_head) != expected) return false;
         for (std::uint32_t k = 0; k < c.thread_counts[i]; ++k, ++t) {
-            const std::uint8_t* bytes = tstate_bytes[t];
-            if (bytes == nullptr) {
+            if (tstate_bytes[t] == nullptr) {
                 ThreadRecord& kept = out.emplace_back(c.records[t]);
                 if (gil_bytes[i] != nullptr && o.tstate_holds_gil_bit == kAbsent)
                     kept.holds_gil = decode_gil(gil_bytes[i], gils[i], c.interps[i], kept.tstate);
                 continue;
             }
             Address following = k + 1 < c.thread_counts[i] ? c.tstates[t + 1] : 0;
-            if (load<std::uint64_t>(bytes + o.tstate_next) != following ||
-                load<std::uint64_t>(bytes + o.tstate_interp) != c.interps[i])
+            StructView bytes(tstate_bytes[t], tstate_read_size_);
+            if (bytes.field<std::uint64_t>(o.tstate_next) != following ||
+                bytes.field<std::uint64_t>(o.tstate_interp) != c.interps[i])
                 return false;
             ThreadRecord& record = out.emplace_back();
             decode_tstate(bytes, c.tstates[t], c.interps[i], static_cast<std::uint32_t>(i), record);
             if (cframes && record.cframe != 0) {
                 if (record.cframe == c.cframes[t] && cframe_bytes[t] != nullptr) {
-                    record.frame = load<std::uint64_t>(cframe_bytes[t]);
+                    record.frame = StructView(cframe_bytes[t], 8).field_or_zero<std::uint64_t>(0);
                 } else {
                     // A new eval loop on the C stack (3.12: a generator sent to from C) has
                     // its own cframe: read where it points, and batch it from now on.

@@ -7,7 +7,6 @@
 
 #include "walker_internal.hpp"
 
-#include "spyglass/process/bytes.hpp"
 #include "spyglass/process/checked.hpp"
 #include "spyglass/process/remote_field.hpp"
 #include "spyglass/python/debug_offsets.hpp"
@@ -92,7 +91,8 @@ class InterpreterFrameWalker final : public StackWalker {
                 // A thread-owned frame outside the copied part of the chunks was pushed after
                 // datastack_top was read (it is above it, in the current chunk), or is in an
                 // older chunk (a deep stack). Generator frames live in heap objects.
-                if (single[o.iframe_owner] == o.owner_thread) {
+                if (StructView(single, frame_read_size_).field<std::uint8_t>(o.iframe_owner) ==
+                    o.owner_thread) {
                     auto data = checked_add(current_chunk_, o.chunk_data);
                     if (current_chunk_ != 0 && data && current_chunk_size_ > o.chunk_data &&
                         range_within(frame, frame_read_size_, *data,
@@ -106,10 +106,16 @@ class InterpreterFrameWalker final : public StackWalker {
                     }
                 }
             }
-            std::uint8_t owner = bytes[o.iframe_owner];
-            Address previous = load<std::uint64_t>(bytes + o.iframe_previous);
-            Address code_word = load<std::uint64_t>(bytes + o.iframe_code);
-            if (owner > 4) return fail(out, StackEnd::corrupt, {Errc::corrupt, frame});
+            StructView header(bytes, frame_read_size_);
+            auto owner_field = header.field<std::uint8_t>(o.iframe_owner);
+            auto previous_field = header.field<std::uint64_t>(o.iframe_previous);
+            auto code_field = header.field<std::uint64_t>(o.iframe_code);
+            auto instr_field = header.field<std::uint64_t>(o.iframe_instr);
+            if (!owner_field || !previous_field || !code_field || !instr_field || *owner_field > 4)
+                return fail(out, StackEnd::corrupt, {Errc::corrupt, frame});
+            std::uint8_t owner = *owner_field;
+            Address previous = *previous_field;
+            Address code_word = *code_field;
             out.links[out.link_count++] = {frame, previous, code_word};
             if (has_cstack_owner_ && owner >= o.owner_cstack) {
                 // A shim or C-stack entry frame (3.12+): no Python code, but it closes the run
@@ -125,7 +131,7 @@ class InterpreterFrameWalker final : public StackWalker {
             if (owner == o.owner_thread && !in_chunk)
                 return fail(out, StackEnd::corrupt, {Errc::corrupt, frame});
             Address code = code_word & ~layout_.code_tag_mask;
-            Address instr = load<std::uint64_t>(bytes + o.iframe_instr);
+            Address instr = *instr_field;
             RawFrame& raw = out.frames[out.depth++];
             raw.code = code;
             raw.frame = frame;
@@ -139,7 +145,8 @@ class InterpreterFrameWalker final : public StackWalker {
                                      *into / 2, std::numeric_limits<std::int32_t>::max()));
             raw.flags = owner == o.owner_generator ? RawFrame::generator : 0;
             raw.anchor = 0;
-            if (o.iframe_is_entry != kAbsent && bytes[o.iframe_is_entry] != 0) {
+            if (o.iframe_is_entry != kAbsent &&
+                header.field_or_zero<std::uint8_t>(o.iframe_is_entry) != 0) {
                 // 3.11: the innermost run is the eval call of the thread's _PyCFrame.
                 if (via_cframe && !has_cstack_owner_ && !entry_seen) raw.anchor = thread.cframe;
                 entry_seen = true;
@@ -186,12 +193,10 @@ class InterpreterFrameWalker final : public StackWalker {
         const LayoutOffsets& o = layout_.off;
         if (link_region_.size() != stack.link_count) return false;
         for (std::uint32_t i = 0; i < stack.link_count; ++i) {
-            const VerifyBatch::Region& region =
-                batch.regions[static_cast<std::size_t>(link_region_[i])];
-            const std::uint8_t* bytes =
-                batch.bytes.data() + region.offset + (stack.links[i].frame - region.address);
-            if (load<std::uint64_t>(bytes + o.iframe_previous) != stack.links[i].previous ||
-                load<std::uint64_t>(bytes + o.iframe_code) != stack.links[i].code)
+            StructView bytes = region_view_at(batch, static_cast<std::size_t>(link_region_[i]),
+                                              stack.links[i].frame);
+            if (bytes.field<std::uint64_t>(o.iframe_previous) != stack.links[i].previous ||
+                bytes.field<std::uint64_t>(o.iframe_code) != stack.links[i].code)
                 return false;
         }
         return true;
@@ -215,8 +220,8 @@ class InterpreterFrameWalker final : public StackWalker {
         if (buffer_.size() < buffer_used_ + length) buffer_.resize(buffer_used_ + length);
         if (!memory_.read(base, buffer_.data() + buffer_used_, length)) return false;
         chunks_.push_back({base, length, buffer_used_});
-        next_older_ =
-            load<std::uint64_t>(buffer_.data() + buffer_used_ + layout_.off.chunk_previous);
+        next_older_ = StructView(buffer_.data() + buffer_used_, length)
+                          .field_or_zero<std::uint64_t>(layout_.off.chunk_previous);
         buffer_used_ += length;
         return true;
     }
@@ -281,11 +286,11 @@ class InterpreterFrameWalker final : public StackWalker {
             if (!memory_.read(chunk, buffer_.data(), length)) return std::nullopt;
         }
         chunks_.push_back({chunk, length, 0});
-        next_older_ = load<std::uint64_t>(buffer_.data() + layout_.off.chunk_previous);
+        StructView chunk_header(buffer_.data(), length);
+        next_older_ = chunk_header.field_or_zero<std::uint64_t>(layout_.off.chunk_previous);
         buffer_used_ = length;
         current_chunk_ = chunk;
-        current_chunk_size_ =
-            load<std::uint64_t>(buffer_.data() + chunks_.back().at + layout_.off.chunk_size);
+        current_chunk_size_ = chunk_header.field_or_zero<std::uint64_t>(layout_.off.chunk_size);
         if (current_chunk_size_ < length || current_chunk_size_ > kMaxChunkBytes)
             current_chunk_size_ = length;
         if (chunk_sizes_.size() > kMaxRememberedThreads) chunk_sizes_.clear();

@@ -7,12 +7,12 @@
 
 #include "walker_internal.hpp"
 
-#include "spyglass/process/bytes.hpp"
 #include "spyglass/process/checked.hpp"
 #include "spyglass/process/remote_field.hpp"
 #include "spyglass/python/debug_offsets.hpp"
 #include "spyglass/python/interpreter.hpp"
 #include "spyglass/python/stack_walker.hpp"
+#include "spyglass/python/struct_view.hpp"
 
 namespace spyglass::python::walker_detail {
 
@@ -58,28 +58,31 @@ class ObjectFrameWalker final : public StackWalker {
                 break;
             }
             if (visited_.insert(frame)) return fail(out, StackEnd::cycle, {Errc::corrupt, frame});
-            const std::uint8_t* header =
+            const std::uint8_t* copied =
                 speculated ? speculative_header(previous_chain, frame, expected) : nullptr;
-            if (header == nullptr) {
+            if (copied == nullptr) {
                 if (auto status = memory_.read(frame, single, read_size_); !status)
                     return fail(out, StackEnd::read_failed, status.error());
-                header = single;
+                copied = single;
             }
-            if (frame_type_ != 0 && load<std::uint64_t>(header + o.object_type) != frame_type_)
+            StructView header(copied, read_size_);
+            auto type = header.field<std::uint64_t>(o.object_type);
+            auto code = header.field<std::uint64_t>(o.frame_code);
+            auto lasti = header.field<std::int32_t>(o.frame_lasti);
+            auto back = header.field<std::uint64_t>(o.frame_back);
+            if (!code || !lasti || !back || (frame_type_ != 0 && type != frame_type_))
                 return fail(out, StackEnd::corrupt, {Errc::corrupt, frame});
             RawFrame& raw = out.frames[out.depth++];
-            raw.code = load<std::uint64_t>(header + o.frame_code);
+            raw.code = *code;
             raw.frame = frame;
-            auto lasti = load<std::int32_t>(header + o.frame_lasti);
-            raw.offset = lasti < 0 ? -1
-                                   : static_cast<std::int32_t>(std::min<std::int64_t>(
-                                         std::int64_t{lasti} * layout_.lasti_scale,
-                                         std::numeric_limits<std::int32_t>::max()));
+            raw.offset = *lasti < 0 ? -1
+                                    : static_cast<std::int32_t>(std::min<std::int64_t>(
+                                          std::int64_t{*lasti} * layout_.lasti_scale,
+                                          std::numeric_limits<std::int32_t>::max()));
             raw.flags = RawFrame::entry; // every frame is its own eval-loop call
             raw.anchor = 0;              // which one: not known from memory (names tell)
-            Address back = load<std::uint64_t>(header + o.frame_back);
-            out.links[out.link_count++] = {frame, back, raw.code};
-            frame = back;
+            out.links[out.link_count++] = {frame, *back, raw.code};
+            frame = *back;
         }
         remembered_frames_ -= previous_chain.size();
         previous_chain.clear();
@@ -107,7 +110,9 @@ class ObjectFrameWalker final : public StackWalker {
     bool verify(const RawStack& stack, const VerifyBatch& batch) const override {
         const LayoutOffsets& o = layout_.off;
         if (batch.regions.size() < stack.link_count + 1) return false;
-        Address head = load<std::uint64_t>(batch.bytes.data() + batch.regions[0].offset);
+        auto read_head = region_view(batch, 0, 0).field<std::uint64_t>(0);
+        if (!read_head) return false;
+        Address head = *read_head;
         std::uint32_t live_from = stack.link_count;
         for (std::uint32_t i = 0; i < stack.link_count && live_from == stack.link_count; ++i)
             if (stack.links[i].frame == head) live_from = i;
@@ -119,12 +124,12 @@ class ObjectFrameWalker final : public StackWalker {
             live_from = 0;
         }
         for (std::uint32_t i = 0; i < stack.link_count; ++i) {
-            const std::uint8_t* bytes =
-                batch.bytes.data() + batch.regions[i + 1].offset - link_low_;
-            if (load<std::uint64_t>(bytes + o.frame_back) != stack.links[i].previous ||
-                load<std::uint64_t>(bytes + o.frame_code) != stack.links[i].code)
+            StructView bytes = region_view(batch, i + 1, link_low_);
+            if (bytes.field<std::uint64_t>(o.frame_back) != stack.links[i].previous ||
+                bytes.field<std::uint64_t>(o.frame_code) != stack.links[i].code)
                 return false;
-            if (i >= live_from && load<std::int64_t>(bytes + refcnt_) <= 0) return false;
+            auto refcnt = bytes.field<std::int64_t>(refcnt_);
+            if (i >= live_from && (!refcnt || *refcnt <= 0)) return false;
         }
         // Still where it started: the bottom of this chain is the thread's bottom frame.
         if (head == stack.head && stack.end == StackEnd::complete && stack.link_count > 0) {

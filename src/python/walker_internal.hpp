@@ -6,18 +6,17 @@
 #include <cstdint>
 #include <memory>
 
-#include "spyglass/process/bytes.hpp"
 #include "spyglass/process/checked.hpp"
 #include "spyglass/process/remote_field.hpp"
 #include "spyglass/python/interpreter.hpp"
 #include "spyglass/python/stack_walker.hpp"
+#include "spyglass/python/struct_view.hpp"
 
 namespace spyglass::python::walker_detail {
 
 using process::checked_add;
 using process::checked_sub;
 using process::field_address;
-using process::load;
 using process::range_within;
 
 // What the walkers remember of each thread's previous walk (the addresses of its frames, for
@@ -60,6 +59,21 @@ class VisitedSet {
     std::array<Slot, kSize> slots_{};
     std::uint32_t generation_ = 0;
 };
+
+// Region `index` of a verification batch, as the bytes of a struct from its offset `first` on.
+inline StructView region_view(const VerifyBatch& batch, std::size_t index, std::uint64_t first) {
+    const VerifyBatch::Region& region = batch.regions[index];
+    return StructView(batch.bytes.data() + region.offset, region.length, first);
+}
+
+// The struct at `address`, which region `index` of a verification batch holds from there on
+// (nothing when the region starts after it or ends before it).
+inline StructView region_view_at(const VerifyBatch& batch, std::size_t index, Address address) {
+    const VerifyBatch::Region& region = batch.regions[index];
+    if (address < region.address || address - region.address > region.length) return {};
+    auto into = static_cast<std::size_t>(address - region.address);
+    return StructView(batch.bytes.data() + region.offset + into, region.length - into);
+}
 
 inline void fail(RawStack& out, StackEnd end, ReadError error) {
     out.end = end;

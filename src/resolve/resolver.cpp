@@ -220,8 +220,8 @@ model::StackStatus Resolver::resolve_stack(const ThreadCapture& capture,
 
 model::WaitId Resolver::resolve_wait(const ThreadCapture& capture, ProcessEntry& process,
                                      ThreadEntry& thread, model::StackId stack) {
-    if (!process.waits) return 0;
-    model::WaitId wait = 0;
+    if (!process.waits) return {};
+    model::WaitId wait{};
     if (capture.wait.read == WaitRead::previous) {
         wait = thread.last_wait;
     } else {
@@ -246,7 +246,7 @@ void Resolver::reset_tables() {
     // Frames refer to strings by id: take the texts along.
     auto text = [&](model::StringId id) {
         texts.emplace_back(frames_.strings().view(id));
-        return static_cast<model::StringId>(texts.size() - 1);
+        return model::StringId(static_cast<std::uint32_t>(texts.size() - 1));
     };
     for (auto& frames : last)
         for (model::Frame& frame : frames) {
@@ -257,10 +257,10 @@ void Resolver::reset_tables() {
     // So are the waits a thread's next sample may repeat (WaitRead::previous).
     std::vector<model::Wait> last_waits(threads_.size());
     for (std::size_t i = 0; i < threads_.size(); ++i) {
-        if (threads_[i].last_wait == 0) continue;
+        if (threads_[i].last_wait.value == 0) continue;
         model::Wait wait = frames_.waits().get(threads_[i].last_wait);
-        if (wait.syscall != 0) wait.syscall = text(wait.syscall);
-        if (wait.target != 0) wait.target = text(wait.target);
+        if (wait.syscall.value != 0) wait.syscall = text(wait.syscall);
+        if (wait.target.value != 0) wait.target = text(wait.target);
         last_waits[i] = wait;
     }
     frames_.clear();
@@ -278,18 +278,20 @@ void Resolver::reset_tables() {
         if (!threads_[i].have_last) continue;
         ids_.clear();
         for (model::Frame frame : last[i]) {
-            frame.function = frames_.strings().intern(texts[frame.function]);
-            frame.file = frames_.strings().intern(texts[frame.file]);
-            frame.module = frames_.strings().intern(texts[frame.module]);
+            frame.function = frames_.strings().intern(texts[frame.function.value]);
+            frame.file = frames_.strings().intern(texts[frame.file.value]);
+            frame.module = frames_.strings().intern(texts[frame.module.value]);
             ids_.push_back(frames_.intern(frame));
         }
         threads_[i].last_stack = stacks_.intern(ids_);
     }
     for (std::size_t i = 0; i < threads_.size(); ++i) {
-        if (threads_[i].last_wait == 0) continue;
+        if (threads_[i].last_wait.value == 0) continue;
         model::Wait wait = last_waits[i];
-        if (wait.syscall != 0) wait.syscall = frames_.strings().intern(texts[wait.syscall]);
-        if (wait.target != 0) wait.target = frames_.strings().intern(texts[wait.target]);
+        if (wait.syscall.value != 0)
+            wait.syscall = frames_.strings().intern(texts[wait.syscall.value]);
+        if (wait.target.value != 0)
+            wait.target = frames_.strings().intern(texts[wait.target.value]);
         threads_[i].last_wait = frames_.waits().intern(wait);
     }
 }

@@ -395,8 +395,8 @@ WaitDescription WaitResolver::describe(const RawWait& raw, pid_t tid, python::Ad
 
 model::WaitId intern_wait(model::FrameTable& frames, const WaitDescription& wait,
                           model::WaitDetail detail) {
-    if (!wait.known() || detail == model::WaitDetail::off) return 0;
-    model::Wait interned{wait.kind, 0, 0};
+    if (!wait.known() || detail == model::WaitDetail::off) return {};
+    model::Wait interned{wait.kind, {}, {}};
     if (detail == model::WaitDetail::full) {
         if (!wait.syscall.empty()) interned.syscall = frames.strings().intern(wait.syscall);
         if (!wait.target.empty()) interned.target = frames.strings().intern(wait.target);

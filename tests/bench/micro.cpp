@@ -90,7 +90,7 @@ void BM_AggregateSample(benchmark::State& state) {
     spyglass::model::Sample sample;
     std::uint32_t n = 0;
     for (auto _ : state) {
-        sample.key.stack = n++ % 64;
+        sample.key.stack = spyglass::model::StackId(n++ % 64);
         aggregator.sample(sample);
     }
 }

@@ -42,7 +42,7 @@ struct FixtureTick {
     bool on_cpu;
     bool gil;
     std::uint64_t cpu_ns;
-    model::WaitId wait = 0;
+    model::WaitId wait{};
 };
 
 // Adds ticks (each a list of thread samples taken at the same time) to the profile: aggregated
@@ -144,7 +144,7 @@ inline std::unique_ptr<OutputFixture> make_output_fixture(bool timeline = true) 
     model::StackId parsing = stack({decode, handle, main, module});
     model::StackId worker = stack({sizes, odd, truncated});
     model::StackId worker_odd = stack({odd, truncated});
-    model::StackId idle = 0; // the empty stack
+    model::StackId idle{}; // the empty stack
 
     constexpr std::uint64_t on = 9'000'000, off = 50'000;
     auto m = [&](model::StackId s, bool cpu, bool gil = true) {
@@ -196,8 +196,8 @@ inline std::unique_ptr<OutputFixture> make_wait_fixture(bool timeline = true) {
             {strings.intern(function), strings.intern(file), line, line, model::FrameKind::python});
     };
     auto wait = [&](model::WaitKind kind, const char* syscall, const char* target) {
-        return frames.waits().intern(
-            {kind, *syscall ? strings.intern(syscall) : 0, *target ? strings.intern(target) : 0});
+        return frames.waits().intern({kind, *syscall ? strings.intern(syscall) : model::StringId{},
+                                      *target ? strings.intern(target) : model::StringId{}});
     };
     model::FrameId handler = frame("handler", "/srv/app/app.py", 40);
     model::FrameId execute =
@@ -223,14 +223,14 @@ inline std::unique_ptr<OutputFixture> make_wait_fixture(bool timeline = true) {
     };
     add_ticks(*fixture,
               {
-                  {m(true, 0), w(queue, queued)},
+                  {m(true, {}), w(queue, queued)},
                   {m(false, tcp), w(queue, queued)},
                   {m(false, tcp), w(queue, queued)},
                   {m(false, tcp), w(queue, queued)},
                   {m(false, gil), w(sleeping, sleep)},
                   {m(true, starved), w(sleeping, sleep)},
-                  {m(false, 0), w(sleeping, sleep)},
-                  {m(true, 0), w(db, socket_kind)},
+                  {m(false, {}), w(sleeping, sleep)},
+                  {m(true, {}), w(db, socket_kind)},
               },
               timeline);
     return fixture;

@@ -101,8 +101,8 @@ int main(int argc, char** argv) {
             json.value(fixture->frames.strings().view(frame.function));
     json.end_array();
     json.key("labels").begin_array();
-    for (model::FrameId id = 0; id < fixture->frames.size(); ++id)
-        json.value(output::frame_label(profile, id));
+    for (std::uint32_t id = 0; id < fixture->frames.size(); ++id)
+        json.value(output::frame_label(profile, model::FrameId(id)));
     json.end_array();
     json.end_object();
     std::printf("%s\n", out.c_str());

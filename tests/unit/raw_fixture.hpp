@@ -32,12 +32,12 @@ inline std::string describe(const model::FrameTable& frames, const model::StackT
         const model::Frame& f = frames.get(id);
         out += fmt::format("{}|{}|{}|{}|{}", text.view(f.function), text.view(f.file), f.line,
                            f.first_line, static_cast<int>(f.kind));
-        if (f.module != 0)
+        if (f.module.value != 0)
             out += fmt::format("|{}|{}", text.view(f.module), frames.build_id(f.module));
         out += ';';
     }
     out += "]";
-    if (s.key.wait != 0) {
+    if (s.key.wait.value != 0) {
         const model::Wait& w = frames.waits().get(s.key.wait);
         out += fmt::format(" wait {}:{}:{}", static_cast<int>(w.kind), text.view(w.syscall),
                            text.view(w.target));
@@ -139,7 +139,7 @@ inline RawFixture make_raw_recording(std::size_t count = 4000, bool reset = true
     std::mt19937 random(seed);
     std::vector<model::StackId> known;
     std::uint64_t time = 0;
-    std::vector<model::StackId> last(3, 0);
+    std::vector<model::StackId> last(3, model::StackId{});
     std::uint32_t threads = 3, t = 2;
     std::vector<pid_t> pids{4242};
     for (std::size_t i = 0; i < count; ++i) {
@@ -148,7 +148,7 @@ inline RawFixture make_raw_recording(std::size_t count = 4000, bool reset = true
             stacks.clear();
             writer.tables_reset();
             known.clear();
-            std::fill(last.begin(), last.end(), 0);
+            std::fill(last.begin(), last.end(), model::StackId{});
         }
         if (i == 300) thread(1, {4242, 4243, 2, "worker-1"}); // named by threading a bit later
         if (i == count * 5 / 6 && i != 0) {
@@ -157,7 +157,7 @@ inline RawFixture make_raw_recording(std::size_t count = 4000, bool reset = true
             thread(3, {4250, 4250, 7, "MainThread"});
             pids.push_back(4250);
             threads = 4;
-            last.resize(4, 0);
+            last.resize(4, model::StackId{});
         }
         t = (t + 1) % threads;
         if (t == 0) time += pass_ns + random() % 3 * 1000; // a pass
@@ -188,7 +188,7 @@ inline RawFixture make_raw_recording(std::size_t count = 4000, bool reset = true
             known.push_back(stacks.intern(ids));
         }
         s.key.stack = random() % 3 == 0 ? last[t] : known[random() % known.size()];
-        if (s.key.stack == 0 && !known.empty()) s.key.stack = known.front();
+        if (s.key.stack.value == 0 && !known.empty()) s.key.stack = known.front();
         last[t] = s.key.stack;
         s.key.on_cpu = t == 2 || random() % 4 == 0;
         s.key.gil = s.key.on_cpu && random() % 2 == 0;

@@ -68,24 +68,32 @@ TEST(EvalCalls, GroupsEndAtEntryFrames) {
 }
 
 // Frame ids: Python frames 1.., native frames 100..
-constexpr model::FrameId kEval = 100, kCall = 101, kQsort = 102, kCompare = 103, kStart = 104,
-                         kMalloc = 105, kMain = 106;
+constexpr std::uint32_t kEval = 100, kCall = 101, kQsort = 102, kCompare = 103, kStart = 104,
+                        kMalloc = 105, kMain = 106;
+
+// Frame ids written as their numbers.
+struct MergeFrameIds : std::vector<model::FrameId> {
+    MergeFrameIds(std::initializer_list<std::uint32_t> numbers) {
+        for (std::uint32_t number : numbers)
+            push_back(model::FrameId(number));
+    }
+};
 
 NativeFrame eval() {
-    return {kEval, FrameRole::eval};
+    return {model::FrameId(kEval), FrameRole::eval};
 }
-NativeFrame plumbing(model::FrameId id = kCall) {
-    return {id, FrameRole::plumbing};
+NativeFrame plumbing(std::uint32_t id = kCall) {
+    return {model::FrameId(id), FrameRole::plumbing};
 }
 NativeFrame startup() {
-    return {kStart, FrameRole::startup};
+    return {model::FrameId(kStart), FrameRole::startup};
 }
-NativeFrame shown(model::FrameId id) {
-    return {id, FrameRole::shown};
+NativeFrame shown(std::uint32_t id) {
+    return {model::FrameId(id), FrameRole::shown};
 }
 
 struct Python {
-    std::vector<model::FrameId> frames;
+    MergeFrameIds frames;
     std::vector<std::uint32_t> call;
     std::uint32_t calls;
     std::vector<std::uint64_t> anchors = {};
@@ -109,7 +117,7 @@ TEST(MergeNative, PythonFramesTakeTheEvalCallsPlaces) {
                                        plumbing(kMain), startup()};
     std::vector<model::FrameId> out;
     EXPECT_EQ(merge(native, true, python.part(), false, out), MergeOutcome::merged);
-    EXPECT_EQ(out, (std::vector<model::FrameId>{1, kCompare, kQsort, 2, 3}));
+    EXPECT_EQ(out, (MergeFrameIds{1, kCompare, kQsort, 2, 3}));
 }
 
 TEST(MergeNative, AllKeepsEveryFrame) {
@@ -117,7 +125,7 @@ TEST(MergeNative, AllKeepsEveryFrame) {
     std::vector<NativeFrame> native = {eval(), plumbing(), eval(), plumbing(kMain), startup()};
     std::vector<model::FrameId> out;
     EXPECT_EQ(merge(native, true, python.part(), true, out), MergeOutcome::merged);
-    EXPECT_EQ(out, (std::vector<model::FrameId>{1, kEval, kCall, 2, kEval, kMain, kStart}));
+    EXPECT_EQ(out, (MergeFrameIds{1, kEval, kCall, 2, kEval, kMain, kStart}));
 }
 
 TEST(MergeNative, InterpreterWorkAtTheTopIsShown) {
@@ -126,7 +134,7 @@ TEST(MergeNative, InterpreterWorkAtTheTopIsShown) {
     std::vector<NativeFrame> native = {plumbing(kMalloc), plumbing(), eval(), plumbing(kMain)};
     std::vector<model::FrameId> out;
     EXPECT_EQ(merge(native, true, python.part(), false, out), MergeOutcome::merged);
-    EXPECT_EQ(out, (std::vector<model::FrameId>{kMalloc, kCall, 1}));
+    EXPECT_EQ(out, (MergeFrameIds{kMalloc, kCall, 1}));
 }
 
 TEST(MergeNative, InlinedCallsShareOneEvalCall) {
@@ -135,7 +143,7 @@ TEST(MergeNative, InlinedCallsShareOneEvalCall) {
     std::vector<NativeFrame> native = {shown(kQsort), eval(), plumbing(), eval(), startup()};
     std::vector<model::FrameId> out;
     EXPECT_EQ(merge(native, true, python.part(), false, out), MergeOutcome::merged);
-    EXPECT_EQ(out, (std::vector<model::FrameId>{kQsort, 1, 2, 3, 4}));
+    EXPECT_EQ(out, (MergeFrameIds{kQsort, 1, 2, 3, 4}));
 }
 
 TEST(MergeNative, CountsThatDisagreeGiveThePythonFramesAlone) {
@@ -144,11 +152,11 @@ TEST(MergeNative, CountsThatDisagreeGiveThePythonFramesAlone) {
     // Two eval calls more than the chain has.
     std::vector<NativeFrame> more = {eval(), eval(), eval(), eval(), startup()};
     EXPECT_EQ(merge(more, true, python.part(), false, out), MergeOutcome::mismatch);
-    EXPECT_EQ(out, (std::vector<model::FrameId>{1, 2}));
+    EXPECT_EQ(out, (MergeFrameIds{1, 2}));
     // One fewer, with the whole native stack unwound.
     std::vector<NativeFrame> fewer = {shown(kQsort), eval(), startup()};
     EXPECT_EQ(merge(fewer, true, python.part(), false, out), MergeOutcome::mismatch);
-    EXPECT_EQ(out, (std::vector<model::FrameId>{1, 2}));
+    EXPECT_EQ(out, (MergeFrameIds{1, 2}));
 }
 
 TEST(MergeNative, TheInnermostEvalCallMayHaveNoFrameLinked) {
@@ -159,7 +167,7 @@ TEST(MergeNative, TheInnermostEvalCallMayHaveNoFrameLinked) {
         plumbing(kMalloc), eval(), shown(kCompare), shown(kQsort), eval(), eval(), startup()};
     std::vector<model::FrameId> out;
     EXPECT_EQ(merge(native, true, python.part(), false, out), MergeOutcome::merged);
-    EXPECT_EQ(out, (std::vector<model::FrameId>{kMalloc, kCompare, kQsort, 2, 3}));
+    EXPECT_EQ(out, (MergeFrameIds{kMalloc, kCompare, kQsort, 2, 3}));
 }
 
 TEST(MergeNative, ACutNativeStackKeepsTheOuterPythonFrames) {
@@ -168,7 +176,7 @@ TEST(MergeNative, ACutNativeStackKeepsTheOuterPythonFrames) {
     std::vector<NativeFrame> native = {shown(kQsort), eval(), plumbing()};
     std::vector<model::FrameId> out;
     EXPECT_EQ(merge(native, false, python.part(), false, out), MergeOutcome::cut);
-    EXPECT_EQ(out, (std::vector<model::FrameId>{kQsort, 1, 2, 3}));
+    EXPECT_EQ(out, (MergeFrameIds{kQsort, 1, 2, 3}));
 }
 
 TEST(MergeNative, FramesNotStartedStillTakeTheirEvalCall) {
@@ -178,7 +186,7 @@ TEST(MergeNative, FramesNotStartedStillTakeTheirEvalCall) {
     std::vector<NativeFrame> native = {eval(), plumbing(), shown(kQsort), eval(), startup()};
     std::vector<model::FrameId> out;
     EXPECT_EQ(merge(native, true, python.part(), false, out), MergeOutcome::merged);
-    EXPECT_EQ(out, (std::vector<model::FrameId>{kQsort, 2}));
+    EXPECT_EQ(out, (MergeFrameIds{kQsort, 2}));
 }
 
 TEST(MergeNative, ANativeOnlyStack) {
@@ -186,7 +194,7 @@ TEST(MergeNative, ANativeOnlyStack) {
     std::vector<NativeFrame> native = {shown(kQsort), shown(kCompare), startup()};
     std::vector<model::FrameId> out;
     EXPECT_EQ(merge(native, true, python.part(), false, out), MergeOutcome::merged);
-    EXPECT_EQ(out, (std::vector<model::FrameId>{kQsort, kCompare}));
+    EXPECT_EQ(out, (MergeFrameIds{kQsort, kCompare}));
 }
 
 // --- by stack address ------------------------------------------------------------------------
@@ -226,7 +234,7 @@ TEST(MergeByAddress, EachRunGoesToTheEvalFrameThatHoldsItsAnchor) {
     MergeResult result = merge_native(stack.part(), python.part(), false, out);
     EXPECT_EQ(result.method, MergeMethod::address);
     EXPECT_EQ(result.outcome, MergeOutcome::merged);
-    EXPECT_EQ(out, (std::vector<model::FrameId>{1, kCompare, kQsort, 2, 3}));
+    EXPECT_EQ(out, (MergeFrameIds{1, kCompare, kQsort, 2, 3}));
 }
 
 TEST(MergeByAddress, AnEvalCallEnteringHasNoRunOfItsOwn) {
@@ -243,7 +251,7 @@ TEST(MergeByAddress, AnEvalCallEnteringHasNoRunOfItsOwn) {
     MergeResult result = merge_native(stack.part(), python.part(), false, out);
     EXPECT_EQ(result.method, MergeMethod::address);
     EXPECT_EQ(result.outcome, MergeOutcome::merged);
-    EXPECT_EQ(out, (std::vector<model::FrameId>{kQsort, 1}));
+    EXPECT_EQ(out, (MergeFrameIds{kQsort, 1}));
 }
 
 TEST(MergeByAddress, ACutCopyWhereCountingWouldShiftTheRuns) {
@@ -260,12 +268,12 @@ TEST(MergeByAddress, ACutCopyWhereCountingWouldShiftTheRuns) {
     MergeResult result = merge_native(stack.part(false, end), python.part(), false, out);
     EXPECT_EQ(result.method, MergeMethod::address);
     EXPECT_EQ(result.outcome, MergeOutcome::cut);
-    EXPECT_EQ(out, (std::vector<model::FrameId>{kQsort, 1, 2, 3}));
+    EXPECT_EQ(out, (MergeFrameIds{kQsort, 1, 2, 3}));
     // What counting alone makes of it: run 0 above qsort.
     std::vector<model::FrameId> counted;
     EXPECT_EQ(merge(stack.frames, false, Python{{1, 2, 3}, {0, 1, 2}, 3}.part(), false, counted),
               MergeOutcome::cut);
-    EXPECT_EQ(counted, (std::vector<model::FrameId>{1, kQsort, 2, 3}));
+    EXPECT_EQ(counted, (MergeFrameIds{1, kQsort, 2, 3}));
 }
 
 TEST(MergeByAddress, AnAnchorOutsideEveryEvalFrameIsAMismatch) {
@@ -280,7 +288,7 @@ TEST(MergeByAddress, AnAnchorOutsideEveryEvalFrameIsAMismatch) {
     MergeResult result = merge_native(stack.part(), in_qsort.part(), false, out);
     EXPECT_EQ(result.method, MergeMethod::address);
     EXPECT_EQ(result.outcome, MergeOutcome::mismatch);
-    EXPECT_EQ(out, (std::vector<model::FrameId>{1, 2}));
+    EXPECT_EQ(out, (MergeFrameIds{1, 2}));
     // Below the stack pointer (a dead frame's), and above the whole (complete) stack.
     Python below{{1, 2}, {0, 1}, 2, {0x10, stack.anchor(2)}};
     EXPECT_EQ(merge_native(stack.part(), below.part(), false, out).outcome, MergeOutcome::mismatch);
@@ -301,7 +309,7 @@ TEST(MergeByAddress, AnEvalCallWithoutARunBetweenTwoThatHaveOneIsAMismatch) {
     std::vector<model::FrameId> out;
     EXPECT_EQ(merge_native(stack.part(), python.part(), false, out).outcome,
               MergeOutcome::mismatch);
-    EXPECT_EQ(out, (std::vector<model::FrameId>{1, 2}));
+    EXPECT_EQ(out, (MergeFrameIds{1, 2}));
 }
 
 TEST(MergeByAddress, WithoutEveryAnchorOrStackPointerRunsArePlacedByCount) {
@@ -316,14 +324,14 @@ TEST(MergeByAddress, WithoutEveryAnchorOrStackPointerRunsArePlacedByCount) {
     MergeResult result = merge_native(stack.part(), partial.part(), false, out);
     EXPECT_EQ(result.method, MergeMethod::count);
     EXPECT_EQ(result.outcome, MergeOutcome::merged);
-    EXPECT_EQ(out, (std::vector<model::FrameId>{kQsort, 1, 2}));
+    EXPECT_EQ(out, (MergeFrameIds{kQsort, 1, 2}));
     // A frame whose stack pointer the unwind did not recover.
     Stack unknown = stack;
     unknown.sp[2] = 0;
     Python anchored{{1, 2}, {0, 1}, 2, {stack.anchor(1), stack.anchor(2)}};
     EXPECT_EQ(merge_native(unknown.part(), anchored.part(), false, out).method, MergeMethod::count);
     EXPECT_EQ(merge_native(stack.part(), anchored.part(), false, out).method, MergeMethod::address);
-    EXPECT_EQ(out, (std::vector<model::FrameId>{kQsort, 1, 2}));
+    EXPECT_EQ(out, (MergeFrameIds{kQsort, 1, 2}));
 }
 
 TEST(MergeByAddress, AllKeepsTheEvalFramesInPlace) {
@@ -335,7 +343,7 @@ TEST(MergeByAddress, AllKeepsTheEvalFramesInPlace) {
     Python python{{1, 2}, {0, 1}, 2, {stack.anchor(0), stack.anchor(2)}};
     std::vector<model::FrameId> out;
     EXPECT_EQ(merge_native(stack.part(), python.part(), true, out).outcome, MergeOutcome::merged);
-    EXPECT_EQ(out, (std::vector<model::FrameId>{1, kEval, kQsort, 2, kEval, kMain}));
+    EXPECT_EQ(out, (MergeFrameIds{1, kEval, kQsort, 2, kEval, kMain}));
 }
 
 } // namespace

@@ -93,8 +93,8 @@ TEST(OutputLabels, FrameLabels) {
                        62, model::FrameKind::python});
     model::FrameId no_line = frames.intern(
         {strings.intern("f"), strings.intern("/srv/x.py"), 0, 1, model::FrameKind::python});
-    model::FrameId no_file =
-        frames.intern({strings.intern("native_fn"), 0, 0, 0, model::FrameKind::native});
+    model::FrameId no_file = frames.intern(
+        {strings.intern("native_fn"), model::StringId{}, 0, 0, model::FrameKind::native});
     model::FrameId marker = frames.marker("<truncated>");
 
     EXPECT_EQ(output::frame_label(profile, get), "get (requests/api.py:73)");
@@ -200,8 +200,8 @@ TEST(OutputDisplayFrames, OneIdPerLabel) {
     };
     output::DisplayFrames display(profile);
     std::vector<output::DisplayFrames::Id> a, b;
-    display.stack(0, find(12), true, 0, a);  // compute:12
-    display.stack(0, find(14), false, 0, b); // compute:14
+    display.stack(0, find(12), true, model::WaitId{}, a);  // compute:12
+    display.stack(0, find(14), false, model::WaitId{}, b); // compute:14
     ASSERT_EQ(a.size(), 5u);
     ASSERT_EQ(b.size(), 6u);
     EXPECT_EQ(std::vector(a.begin(), a.end()), std::vector(b.begin(), b.end() - 1));
@@ -220,8 +220,8 @@ TEST(OutputWaits, PseudoFrameSyntax) {
     model::WaitTable& waits = fixture->frames.waits();
     auto& strings = fixture->frames.strings();
     auto id = [&](model::WaitKind kind, const char* syscall, const char* target) {
-        return waits.intern(
-            {kind, *syscall ? strings.intern(syscall) : 0, *target ? strings.intern(target) : 0});
+        return waits.intern({kind, *syscall ? strings.intern(syscall) : model::StringId{},
+                             *target ? strings.intern(target) : model::StringId{}});
     };
     using K = model::WaitKind;
     EXPECT_EQ(output::wait_label(profile, id(K::socket, "recvfrom", "tcp 127.0.0.1:5432")),
@@ -255,12 +255,12 @@ TEST(OutputWaits, TheLeafOfASample) {
     auto& strings = fixture->frames.strings();
     model::WaitId gil =
         waits.intern({model::WaitKind::gil, strings.intern("futex"), strings.intern("GIL")});
-    model::WaitId starved = waits.intern({model::WaitKind::cpu_starved, 0, 0});
+    model::WaitId starved = waits.intern({model::WaitKind::cpu_starved, {}, {}});
     model::StackId stack = profile.samples.front().key.stack;
     output::DisplayFrames display(profile);
     std::vector<output::DisplayFrames::Id> off, unknown, cpu, on_with_wait, off_starved;
     display.stack(0, stack, false, gil, off);
-    display.stack(0, stack, false, 0, unknown);
+    display.stack(0, stack, false, model::WaitId{}, unknown);
     display.stack(0, stack, true, starved, cpu);
     display.stack(0, stack, true, gil, on_with_wait);
     display.stack(0, stack, false, starved, off_starved);

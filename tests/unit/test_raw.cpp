@@ -354,7 +354,7 @@ TEST(RawFormat, RepeatedSamplesCostAboutAByte) {
         std::uint64_t weight = 1'000'000 + (tick * 7919) % 2000; // a jittery clock
         for (std::uint32_t t = 0; t < 50; ++t) {
             model::Sample s;
-            s.key = {t, stack_of[t], false, false, 0};
+            s.key = {t, stack_of[t], false, false, model::WaitId{}};
             s.time_ns = tick * 1'000'000 + (tick * 104729) % 5000;
             s.weight_ns = weight;
             (*writer)->sample(s);

@@ -44,8 +44,9 @@ struct Synthetic {
                                           model::FrameKind::python});
     }
     model::WaitId wait(model::WaitKind kind, const char* syscall, const char* target) {
-        return frames.waits().intern({kind, *syscall ? frames.strings().intern(syscall) : 0,
-                                      *target ? frames.strings().intern(target) : 0});
+        return frames.waits().intern(
+            {kind, *syscall ? frames.strings().intern(syscall) : model::StringId{},
+             *target ? frames.strings().intern(target) : model::StringId{}});
     }
     StackId stack(std::initializer_list<FrameId> innermost_first) {
         std::vector<FrameId> ids(innermost_first);
@@ -54,7 +55,7 @@ struct Synthetic {
     static constexpr std::uint64_t kPeriodNs = 10'000'000;
     // `count` passes in which `thread` is sampled with `stack`, each standing for `weight_ns`.
     void add(std::uint32_t thread, StackId stack, std::uint64_t count, bool on_cpu = true,
-             bool gil = false, std::uint64_t weight_ns = kPeriodNs, model::WaitId wait = 0) {
+             bool gil = false, std::uint64_t weight_ns = kPeriodNs, model::WaitId wait = {}) {
         for (std::uint64_t i = 0; i < count; ++i) {
             model::Sample sample;
             sample.key.thread = thread;
@@ -442,17 +443,18 @@ TEST(TopKeys, SortFilterToggles) {
     apply_key(view, 'T', threads);
     EXPECT_EQ(view.query.thread, 2u);
 
-    std::vector<output::TopWait> waits = {{3, "GIL", "gil"}, {7, "tcp 10.0.0.1:80", "socket"}};
+    std::vector<output::TopWait> waits = {{model::WaitId{3}, "GIL", "gil"},
+                                          {model::WaitId{7}, "tcp 10.0.0.1:80", "socket"}};
     apply_key(view, 'v', threads, waits);
     EXPECT_TRUE(view.query.waits);
     apply_key(view, 'w', threads, waits);
-    EXPECT_EQ(view.query.wait, 3u);
+    EXPECT_EQ(view.query.wait, model::WaitId{3});
     apply_key(view, 'w', threads, waits);
-    EXPECT_EQ(view.query.wait, 7u);
+    EXPECT_EQ(view.query.wait, model::WaitId{7});
     apply_key(view, 'w', threads, waits);
     EXPECT_FALSE(view.query.wait);
     apply_key(view, 'W', threads, waits);
-    EXPECT_EQ(view.query.wait, 7u);
+    EXPECT_EQ(view.query.wait, model::WaitId{7});
     apply_key(view, 'v', threads, waits);
     EXPECT_FALSE(view.query.waits);
 

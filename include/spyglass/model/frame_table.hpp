@@ -10,20 +10,17 @@
 #include <unordered_map>
 #include <vector>
 
+#include "spyglass/model/ids.hpp"
 #include "spyglass/model/wait.hpp"
 
 namespace spyglass::model {
-
-using StringId = std::uint32_t;
-using FrameId = std::uint32_t;
-using StackId = std::uint32_t;
 
 class StringTable {
   public:
     StringTable() { intern(""); } // id 0 is the empty string
     StringId intern(std::string_view text);
     void clear(); // back to the empty string alone
-    [[nodiscard]] std::string_view view(StringId id) const noexcept { return strings_[id]; }
+    [[nodiscard]] std::string_view view(StringId id) const noexcept { return strings_[id.value]; }
     [[nodiscard]] std::size_t size() const noexcept { return strings_.size(); }
 
   private:
@@ -38,12 +35,12 @@ enum class FrameKind : std::uint8_t {
 };
 
 struct Frame {
-    StringId function = 0; // qualified name on 3.11+
-    StringId file = 0;     // native: the source file where DWARF has it, else the module's name
+    StringId function{};   // qualified name on 3.11+
+    StringId file{};       // native: the source file where DWARF has it, else the module's name
     std::int32_t line = 0; // 0 = not shown (--nolineno), or none known (native)
     std::int32_t first_line = 0; // the function's first line
     FrameKind kind = FrameKind::python;
-    StringId module = 0; // native: the module's path as the target maps it
+    StringId module{}; // native: the module's path as the target maps it
     // native: an instruction of it, as an address of its module's own ELF address space (the
     // pc less the module's load bias: what objdump and addr2line show), the first one interned;
     // 0 when not known. Not part of the frame's identity: a frame is a function and a line,
@@ -58,7 +55,7 @@ struct Frame {
 class FrameTable {
   public:
     FrameId intern(const Frame& frame);
-    [[nodiscard]] const Frame& get(FrameId id) const noexcept { return frames_[id]; }
+    [[nodiscard]] const Frame& get(FrameId id) const noexcept { return frames_[id.value]; }
     [[nodiscard]] std::size_t size() const noexcept { return frames_.size(); }
     [[nodiscard]] std::span<const Frame> frames() const noexcept { return frames_; }
     StringTable& strings() noexcept { return strings_; }
@@ -98,7 +95,7 @@ class StackTable {
     StackId intern(std::span<const FrameId> frames);
     void clear(); // back to the empty stack alone
     [[nodiscard]] std::span<const FrameId> get(StackId id) const noexcept {
-        const Entry& e = entries_[id];
+        const Entry& e = entries_[id.value];
         return {pool_.data() + e.offset, e.length};
     }
     [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }

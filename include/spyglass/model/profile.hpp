@@ -23,12 +23,12 @@ struct AggregatedSample {
 // Samples in time order, one thread's consecutive identical samples merged: for speedscope.
 struct TimelineEntry {
     std::uint32_t thread = 0;
-    StackId stack = 0;
+    StackId stack{};
     bool on_cpu = false;
     std::uint64_t start_ns = 0;  // since the start of the recording
     std::uint32_t count = 0;     // consecutive samples of this thread with this stack and state
     std::uint64_t weight_ns = 0; // the time they stand for
-    WaitId wait = 0;             // what they waited for (the same for all of them)
+    WaitId wait{};               // what they waited for (the same for all of them)
 };
 
 struct LabelOptions {

@@ -39,7 +39,6 @@ class StackProjector {
     }
 
   private:
-    static constexpr std::uint32_t kNone = ~std::uint32_t{0};
     FrameId frame(FrameId id);
     StringId string(StringId id);
 
@@ -48,7 +47,7 @@ class StackProjector {
     FrameTransform transform_;
     FrameTable* to_frames_ = nullptr;
     StackTable* to_stacks_ = nullptr;
-    // Source id -> target id, kNone until copied. Bounded by the source tables (which the
+    // Source id -> target id, invalid() until copied. Bounded by the source tables (which the
     // resolver bounds) and emptied with every retarget.
     std::vector<FrameId> frames_;
     std::vector<StackId> stacks_;

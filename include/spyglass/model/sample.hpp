@@ -23,18 +23,19 @@ enum class StackStatus : std::uint8_t {
 // What samples are summed by, in every sink: defined once, hashed once.
 struct SampleKey {
     std::uint32_t thread = 0; // index in the session's thread table (SampleSink::thread)
-    StackId stack = 0;        // innermost frame first
+    StackId stack{};          // innermost frame first
     bool on_cpu = false;      // the kernel had the thread running or runnable
     bool gil = false;         // the thread held the GIL
-    WaitId wait = 0;          // what an off-CPU thread waited for (0: not known)
+    WaitId wait{};            // what an off-CPU thread waited for (0: not known)
     friend bool operator==(const SampleKey&, const SampleKey&) = default;
 };
 
 struct SampleKeyHash {
     std::size_t operator()(const SampleKey& key) const noexcept {
-        std::uint64_t h = (std::uint64_t{key.thread} << 34) ^ (std::uint64_t{key.stack} << 2) ^
-                          (key.on_cpu ? 1u : 0u) ^ (key.gil ? 2u : 0u) ^
-                          (std::uint64_t{key.wait} * 0xff51afd7ed558ccdull);
+        std::uint64_t h = (std::uint64_t{key.thread} << 34) ^
+                          (std::uint64_t{key.stack.value} << 2) ^ (key.on_cpu ? 1u : 0u) ^
+                          (key.gil ? 2u : 0u) ^
+                          (std::uint64_t{key.wait.value} * 0xff51afd7ed558ccdull);
         return static_cast<std::size_t>((h * 0x9E3779B97F4A7C15ull) >> 17);
     }
 };

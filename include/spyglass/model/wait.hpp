@@ -9,12 +9,9 @@
 #include <unordered_map>
 #include <vector>
 
-// (StringId as frame_table.hpp has it: frame_table.hpp includes this file.)
+#include "spyglass/model/ids.hpp"
 
 namespace spyglass::model {
-
-using StringId = std::uint32_t;
-using WaitId = std::uint32_t;
 
 enum class WaitKind : std::uint8_t {
     unknown,     // no reason read
@@ -47,8 +44,8 @@ enum class WaitDetail : std::uint8_t {
 
 struct Wait {
     WaitKind kind = WaitKind::unknown;
-    StringId syscall = 0; // "recvfrom", "futex"... (in the frame table's strings)
-    StringId target = 0;  // "tcp 127.0.0.1:5432", "/var/lib/app.db", "lock 0x7f..."
+    StringId syscall{}; // "recvfrom", "futex"... (in the frame table's strings)
+    StringId target{};  // "tcp 127.0.0.1:5432", "/var/lib/app.db", "lock 0x7f..."
     friend bool operator==(const Wait&, const Wait&) = default;
 };
 
@@ -57,14 +54,14 @@ class WaitTable {
     WaitTable() { intern({}); } // id 0 is "not known"
     WaitId intern(const Wait& wait);
     void clear(); // back to "not known" alone
-    [[nodiscard]] const Wait& get(WaitId id) const noexcept { return waits_[id]; }
+    [[nodiscard]] const Wait& get(WaitId id) const noexcept { return waits_[id.value]; }
     [[nodiscard]] std::size_t size() const noexcept { return waits_.size(); }
 
   private:
     struct Hash {
         std::size_t operator()(const Wait& w) const noexcept {
-            return (std::size_t{w.syscall} * 0x9E3779B97F4A7C15ull) ^ (std::size_t{w.target} << 8) ^
-                   static_cast<std::size_t>(w.kind);
+            return (std::size_t{w.syscall.value} * 0x9E3779B97F4A7C15ull) ^
+                   (std::size_t{w.target.value} << 8) ^ static_cast<std::size_t>(w.kind);
         }
     };
     std::vector<Wait> waits_;

@@ -48,7 +48,7 @@ struct TopRow {
 
 // One row of the "Waiting on" view: what threads waited for, and for how long.
 struct TopWaitRow {
-    model::WaitId wait = 0;   // 0: off-CPU with no reason read
+    model::WaitId wait{};     // 0: off-CPU with no reason read
     std::string label;        // "tcp 127.0.0.1:5432", "GIL", "clock_nanosleep" (wait_summary)
     std::string kind;         // "socket", "gil", "sleep"...
     std::uint64_t time = 0;   // weight (ns) of the samples that waited for it
@@ -58,7 +58,7 @@ struct TopWaitRow {
 
 // A wait the model has seen, for the filter to cycle through.
 struct TopWait {
-    model::WaitId wait = 0;
+    model::WaitId wait{};
     std::string label, kind;
 };
 

@@ -86,7 +86,7 @@ class DisplayFrames {
         bool synthetic = false; // a root, a wait, kOffCpuFrame or kNoFramesFrame
         bool off_cpu = false;   // kOffCpuFrame, or a wait of an off-CPU sample
         bool native = false;    // a native (C/C++) frame of --native
-        model::WaitId wait = 0; // a wait pseudo-frame (its kind, call and target)
+        model::WaitId wait{};   // a wait pseudo-frame (its kind, call and target)
     };
 
     explicit DisplayFrames(const model::Profile& profile);

@@ -16,6 +16,7 @@
 #include "spyglass/process/memory.hpp"
 #include "spyglass/process/pid_namespace.hpp"
 #include "spyglass/python/stack_walker.hpp"
+#include "spyglass/python/struct_view.hpp"
 #include "spyglass/python/target.hpp"
 
 namespace spyglass::python {
@@ -109,8 +110,8 @@ class PythonProcess {
     pid_t tid_for(Address tstate, std::uint64_t thread_id);
     process::ReadStatus read_threads_slowly(std::vector<ThreadRecord>& out);
     bool read_threads_fast(std::vector<ThreadRecord>& out, const ThreadRefresh* refresh);
-    void decode_tstate(const std::uint8_t* bytes, Address tstate, Address interp,
-                       std::uint32_t index, ThreadRecord& record);
+    void decode_tstate(StructView bytes, Address tstate, Address interp, std::uint32_t index,
+                       ThreadRecord& record);
     // Where the GIL's `locked` and `last_holder` words are. Their addresses come from the target
     // (3.12+: a pointer in the interpreter state; _PyRuntime from its ELF file), so every sum
     // that makes them is checked: a pair that wraps is no GIL (nothing).

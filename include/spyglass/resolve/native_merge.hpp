@@ -25,7 +25,7 @@
 namespace spyglass::sampling {
 
 struct NativeFrame {
-    model::FrameId id = 0;
+    model::FrameId id{};
     native::FrameRole role = native::FrameRole::shown;
 };
 

@@ -76,8 +76,8 @@ class Resolver {
         std::uint32_t process = 0;
         model::ThreadInfo info;
         process::Address interp = 0;
-        model::StackId last_stack = 0;
-        model::WaitId last_wait = 0; // of its previous sample
+        model::StackId last_stack{};
+        model::WaitId last_wait{}; // of its previous sample
         bool have_last = false;
         bool last_unreadable = false; // last_stack has a frame marked kUnreadableCodeName
         bool named = false;           // by the threading module, not the OS

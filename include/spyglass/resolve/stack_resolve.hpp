@@ -65,8 +65,8 @@ class StackResolver {
     struct CodeEntry {
         python::CodeInfo info;
         std::uint64_t hash = 0;
-        model::StringId function = 0;
-        model::StringId file = 0;
+        model::StringId function{};
+        model::StringId file{};
         std::uint32_t generation = 0; // of the frame table the two ids above belong to
         bool unreadable = false;      // info holds kUnreadableCodeName and no line table
         std::unordered_map<std::int32_t, std::int32_t> lines; // offset -> line
