@@ -16,8 +16,10 @@ ALLOWED = {
     "model": set(),
     "native": {"process"},
     "sampling": {"process", "python", "model", "native"},
-    "output": {"model"},
-    "cli": {"process", "python", "model", "native", "sampling", "output"},
+    "output": {"model", "analysis"},
+    "input": {"model", "output"},
+    "analysis": {"model", "output"},
+    "cli": {"process", "python", "model", "native", "sampling", "output", "input", "analysis"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"spyglass/([a-z_]+)/')
 

@@ -4,8 +4,8 @@
 #include "spyglass/cli/atomic_file.hpp"
 #include "spyglass/cli/options.hpp"
 #include "spyglass/cli/validate.hpp"
-#include "spyglass/output/diff.hpp"
-#include "spyglass/output/profile_input.hpp"
+#include "spyglass/analysis/diff.hpp"
+#include "spyglass/input/profile_input.hpp"
 #include "spyglass/output/writer.hpp"
 
 namespace spyglass::cli {

@@ -4,7 +4,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "raw_codec.hpp"
+#include "spyglass/output/raw_codec.hpp"
 #include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>

@@ -15,8 +15,8 @@
 #include "spyglass/model/aggregator.hpp"
 #include "spyglass/model/projector.hpp"
 #include "spyglass/model/select.hpp"
-#include "spyglass/output/diff.hpp"
-#include "spyglass/output/profile_input.hpp"
+#include "spyglass/analysis/diff.hpp"
+#include "spyglass/input/profile_input.hpp"
 #include "spyglass/output/raw.hpp"
 #include "spyglass/output/writer.hpp"
 

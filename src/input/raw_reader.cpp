@@ -8,12 +8,12 @@
 #include <optional>
 #include <unordered_set>
 
-#include "raw_codec.hpp"
+#include "spyglass/output/raw_codec.hpp"
 #include <fmt/format.h>
 #include <zlib.h>
 #include <zstd.h>
 
-#include "spyglass/output/profile_input.hpp"
+#include "spyglass/input/profile_input.hpp"
 #include "spyglass/output/raw.hpp"
 
 namespace spyglass::output {
