@@ -1,11 +1,12 @@
 // spyglass diff BASE NEW: what grew and what shrank between two recordings.
 #include <fmt/format.h>
 
+#include "spyglass/analysis/diff.hpp"
 #include "spyglass/cli/atomic_file.hpp"
 #include "spyglass/cli/options.hpp"
 #include "spyglass/cli/validate.hpp"
-#include "spyglass/analysis/diff.hpp"
 #include "spyglass/input/profile_input.hpp"
+#include "spyglass/output/diff_flamegraph.hpp"
 #include "spyglass/output/writer.hpp"
 
 namespace spyglass::cli {

@@ -11,11 +11,11 @@
 #include "spyglass/cli/summary.hpp"
 #include "spyglass/cli/validate.hpp"
 #include "spyglass/cli/window_files.hpp"
+#include "spyglass/input/profile_input.hpp"
+#include "spyglass/input/raw_reader.hpp"
 #include "spyglass/model/aggregator.hpp"
 #include "spyglass/model/projector.hpp"
 #include "spyglass/model/select.hpp"
-#include "spyglass/input/profile_input.hpp"
-#include "spyglass/output/raw.hpp"
 #include "spyglass/output/writer.hpp"
 
 namespace spyglass::cli {
