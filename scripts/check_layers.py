@@ -23,7 +23,11 @@ ALLOWED = {
     "input": {"model", "output/raw.hpp", "output/raw_codec.hpp", "output/writer.hpp"},
     # A comparison of two profiles, by the labels they are shown with.
     "analysis": {"model", "output/writer.hpp"},
-    "cli": {"process", "python", "model", "native", "sampling", "output", "input", "analysis"},
+    # Where record's outputs go (the sink graph, window files, --push) and how every output
+    # file is written: by output's writers, of model's profiles and windows.
+    "delivery": {"model", "output"},
+    "cli": {"process", "python", "model", "native", "sampling", "output", "input", "analysis",
+            "delivery"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"spyglass/(([a-z_]+)/[^"]*)"')
 

@@ -68,6 +68,14 @@ class CheckLayersTest(unittest.TestCase):
         self.assertIn("src/input/planted.cpp:2: the input layer may not include "
                       "output/top_screen.hpp", result.stderr)
 
+    def test_delivery_including_the_command_line_fails(self):
+        self.plant("src/delivery/planted.cpp", '#include "spyglass/output/writer.hpp"\n'
+                                               '#include "spyglass/cli/options.hpp"\n')
+        result = check_layers(self.tree)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("src/delivery/planted.cpp:2: the delivery layer may not include "
+                      "cli/options.hpp", result.stderr)
+
     def test_a_folder_that_is_no_known_layer_fails(self):
         self.plant("src/newroom/planted.cpp", "int planted;\n")
         result = check_layers(self.tree)
