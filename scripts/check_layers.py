@@ -4,7 +4,8 @@
   check_layers.py [ROOT]
 
 Every file under src/<layer>/ and include/spyglass/<layer>/ is read; its
-#include "spyglass/<other>/..." lines must name <layer> itself or a layer in ALLOWED[<layer>].
+#include "spyglass/<other>/<header>" lines must name <layer> itself, a layer in
+ALLOWED[<layer>], or that one header ("<other>/<header>") in ALLOWED[<layer>].
 """
 import os
 import re
@@ -21,10 +22,18 @@ ALLOWED = {
     "resolve": {"process", "python", "model", "native", "handoff"},
     "sampling": {"process", "python", "model", "native", "handoff", "capture", "resolve"},
     "output": {"model"},
+    # The readers read what output/ writes: the raw format (its header and its byte-level
+    # codec) and the labels profiles are written with; nothing else of output/.
+    "input": {"model", "output/raw.hpp", "output/raw_codec.hpp", "output/writer.hpp"},
+    # A comparison of two profiles, by the labels they are shown with.
+    "analysis": {"model", "output/writer.hpp"},
+    # Where record's outputs go (the sink graph, window files, --push) and how every output
+    # file is written: by output's writers, of model's profiles and windows.
+    "delivery": {"model", "output"},
     "cli": {"process", "python", "model", "native", "handoff", "capture", "resolve", "sampling",
-            "output"},
+            "output", "input", "analysis", "delivery"},
 }
-INCLUDE = re.compile(r'^\s*#\s*include\s+"spyglass/([a-z_]+)/')
+INCLUDE = re.compile(r'^\s*#\s*include\s+"spyglass/(([a-z_]+)/[^"]*)"')
 
 
 def main():
@@ -45,10 +54,13 @@ def main():
                     with open(path, encoding="utf-8", errors="replace") as f:
                         for number, line in enumerate(f, 1):
                             match = INCLUDE.match(line)
-                            if match and match.group(1) != layer and \
-                                    match.group(1) not in ALLOWED[layer]:
-                                problems.append("%s:%d: the %s layer may not include %s/" % (
-                                    os.path.relpath(path, root), number, layer, match.group(1)))
+                            if not match:
+                                continue
+                            header, other = match.group(1), match.group(2)
+                            if other != layer and other not in ALLOWED[layer] and \
+                                    header not in ALLOWED[layer]:
+                                problems.append("%s:%d: the %s layer may not include %s" % (
+                                    os.path.relpath(path, root), number, layer, header))
     for problem in problems:
         print("check_layers: " + problem, file=sys.stderr)
     return 1 if problems else 0

@@ -1,11 +1,12 @@
 // spyglass diff BASE NEW: what grew and what shrank between two recordings.
 #include <fmt/format.h>
 
-#include "spyglass/cli/atomic_file.hpp"
+#include "spyglass/analysis/diff.hpp"
 #include "spyglass/cli/options.hpp"
 #include "spyglass/cli/validate.hpp"
-#include "spyglass/output/diff.hpp"
-#include "spyglass/output/profile_input.hpp"
+#include "spyglass/delivery/atomic_file.hpp"
+#include "spyglass/input/profile_input.hpp"
+#include "spyglass/output/diff_flamegraph.hpp"
 #include "spyglass/output/writer.hpp"
 
 namespace spyglass::cli {
@@ -50,7 +51,7 @@ int run_diff(const DiffOptions& options) {
     if (!options.output.empty()) {
         std::string title =
             fmt::format("{} \u2192 {}{}", options.base, options.current, cpu ? " (on-CPU)" : "");
-        auto written = write_file_atomically(options.output, [&](std::FILE* out) {
+        auto written = delivery::write_file_atomically(options.output, [&](std::FILE* out) {
             return output::write_diff_flamegraph(before, after, title, out);
         });
         if (!written) {

@@ -5,9 +5,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "spyglass/cli/signals.hpp"
 #include "spyglass/process/procfs.hpp"
 #include "spyglass/process/target_check.hpp"
+#include "spyglass/signals.hpp"
 
 namespace spyglass::cli {
 

@@ -6,16 +6,17 @@
 
 #include <fmt/format.h>
 
-#include "spyglass/cli/atomic_file.hpp"
-#include "spyglass/cli/continuous.hpp"
 #include "spyglass/cli/launcher.hpp"
 #include "spyglass/cli/options.hpp"
-#include "spyglass/cli/output_file.hpp"
-#include "spyglass/cli/signals.hpp"
 #include "spyglass/cli/status_line.hpp"
 #include "spyglass/cli/summary.hpp"
+#include "spyglass/cli/validate.hpp"
+#include "spyglass/delivery/atomic_file.hpp"
+#include "spyglass/delivery/continuous.hpp"
+#include "spyglass/delivery/output_file.hpp"
 #include "spyglass/model/aggregator.hpp"
 #include "spyglass/output/writer.hpp"
+#include "spyglass/signals.hpp"
 
 namespace spyglass::cli {
 
@@ -37,6 +38,51 @@ std::string default_output_path(output::Format format) {
 std::string default_window_pattern(output::Format format) {
     std::string single = default_output_path(format);
     return "spyglass-%Y%m%d-%H%M%S" + single.substr(single.find('.'));
+}
+
+// The display choices of record's command line.
+model::DisplayOptions record_display(const RecordOptions& options) {
+    model::DisplayOptions display;
+    display.per_thread_roots = options.threads;
+    display.labels.full_filenames = options.full_filenames;
+    display.labels.line_numbers = !options.sampling.nolineno;
+    return display;
+}
+
+// What the delivery layer is asked for; --keep was checked as the command line was parsed.
+Result<delivery::RecordDeliveryOptions> delivery_options(const RecordOptions& options) {
+    delivery::RecordDeliveryOptions delivered;
+    delivered.raw = options.raw;
+    delivered.window = options.window;
+    delivered.keep = options.keep;
+    if (!options.keep.empty()) {
+        auto keep = parse_span_ns(options.keep);
+        if (!keep) return fail(Errc::invalid_argument, "--keep {}", keep.error().message);
+        delivered.keep_ns = *keep;
+    }
+    delivered.push = options.push;
+    delivered.app = options.app;
+    delivered.tags = options.tags;
+    delivered.push_headers = options.push_headers;
+    delivered.push_timeout = options.push_timeout;
+    delivered.pid = options.sampling.pid;
+    delivered.rate = options.sampling.rate;
+    delivered.function = options.sampling.function;
+    delivered.nolineno = options.sampling.nolineno;
+    delivered.display = record_display(options);
+    return delivered;
+}
+
+// The sampling options the session starts with, as the deliveries need them.
+SamplingOptions session_sampling(const SamplingOptions& asked,
+                                 const delivery::RecordExtras& extras) {
+    SamplingOptions out = asked;
+    if (extras.keeps_every_line()) {
+        out.function = false;
+        out.nolineno = false;
+    }
+    if (std::size_t limit = extras.table_limit(); limit != 0) out.table_limit = limit;
+    return out;
 }
 
 } // namespace
@@ -68,9 +114,9 @@ int run_record(const RecordOptions& options) {
                        : !windowed             ? default_output_path(format)
                        : options.push.empty()  ? default_window_pattern(format)
                                                : std::string();
-    std::optional<OutputFile> out;
+    std::optional<delivery::OutputFile> out;
     if (!windowed) {
-        auto opened = OutputFile::open(path);
+        auto opened = delivery::OutputFile::open(path);
         if (!opened) {
             print_error(opened.error().message);
             return 1;
@@ -79,14 +125,19 @@ int run_record(const RecordOptions& options) {
     }
     model::FrameTable frames;
     model::StackTable stacks;
-    auto extras = RecordExtras::open(options, format, path, frames, stacks);
+    auto delivered = delivery_options(options);
+    if (!delivered) {
+        print_error(delivered.error().message);
+        return 2;
+    }
+    auto extras = delivery::RecordExtras::open(*delivered, format, path, frames, stacks);
     if (!extras) {
         print_error(extras.error().message);
         return extras.error().code == Errc::invalid_argument ? 2 : 1;
     }
 
     const std::atomic<int>& stop = install_stop_handlers();
-    auto started = start_session((*extras)->sampling(options.sampling), frames, stacks);
+    auto started = start_session(session_sampling(options.sampling, **extras), frames, stacks);
     if (!started) {
         print_error(started.error().message);
         return started.error().code == Errc::invalid_argument ? 2 : 1;

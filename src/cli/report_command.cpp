@@ -6,16 +6,15 @@
 
 #include <fmt/format.h>
 
-#include "spyglass/cli/atomic_file.hpp"
 #include "spyglass/cli/options.hpp"
 #include "spyglass/cli/summary.hpp"
 #include "spyglass/cli/validate.hpp"
-#include "spyglass/cli/window_files.hpp"
+#include "spyglass/delivery/atomic_file.hpp"
+#include "spyglass/input/profile_input.hpp"
+#include "spyglass/input/raw_reader.hpp"
 #include "spyglass/model/aggregator.hpp"
 #include "spyglass/model/projector.hpp"
 #include "spyglass/model/select.hpp"
-#include "spyglass/output/profile_input.hpp"
-#include "spyglass/output/raw.hpp"
 #include "spyglass/output/writer.hpp"
 
 namespace spyglass::cli {
@@ -213,8 +212,8 @@ int run_report(const ReportOptions& options) {
         return std::fflush(stdout) == 0 ? 0 : 1;
     }
     auto writer = output::make_writer(format);
-    auto written =
-        write_file_atomically(path, [&](std::FILE* out) { return writer->write(profile, out); });
+    auto written = delivery::write_file_atomically(
+        path, [&](std::FILE* out) { return writer->write(profile, out); });
     if (!written) {
         print_error(written.error().message);
         return 1;

@@ -18,13 +18,6 @@ std::string duration(std::uint64_t ns) {
 
 } // namespace
 
-std::string count_of(std::uint64_t n, std::string_view singular, std::string_view plural) {
-    std::string noun = n == 1
-                           ? std::string(singular)
-                           : (plural.empty() ? std::string(singular) + "s" : std::string(plural));
-    return output::with_commas(n) + " " + noun;
-}
-
 double achieved_rate(std::uint64_t ticks, std::uint64_t elapsed_ns, double rate_hz) {
     if (ticks == 0 || !(rate_hz > 0)) return 0;
     double seconds = static_cast<double>(elapsed_ns) / 1e9;

@@ -19,9 +19,9 @@
 
 #include "spyglass/cli/launcher.hpp"
 #include "spyglass/cli/options.hpp"
-#include "spyglass/cli/signals.hpp"
 #include "spyglass/output/top_screen.hpp"
 #include "spyglass/output/writer.hpp"
+#include "spyglass/signals.hpp"
 
 namespace spyglass::cli {
 

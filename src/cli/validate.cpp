@@ -13,7 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "spyglass/output/profile_input.hpp"
+#include "spyglass/input/profile_input.hpp"
 
 namespace spyglass::cli {
 

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "spyglass/output/diff.hpp"
+#include "spyglass/output/diff_flamegraph.hpp"
 #include "spyglass/output/writer.hpp"
 
 namespace spyglass::output {

@@ -4,13 +4,13 @@
 #include <cerrno>
 #include <cstring>
 
-#include "raw_codec.hpp"
 #include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
 #include "spyglass/output/raw.hpp"
+#include "spyglass/output/raw_codec.hpp"
 
 namespace spyglass::output {
 

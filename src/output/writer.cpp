@@ -295,6 +295,13 @@ std::string with_commas(std::uint64_t n) {
     return out;
 }
 
+std::string count_of(std::uint64_t n, std::string_view singular, std::string_view plural) {
+    std::string noun = n == 1
+                           ? std::string(singular)
+                           : (plural.empty() ? std::string(singular) + "s" : std::string(plural));
+    return with_commas(n) + " " + noun;
+}
+
 Result<void> write_bytes(std::FILE* out, std::string_view bytes) {
     if (bytes.empty()) return {};
     errno = 0;

@@ -12,12 +12,13 @@
 #include "raw_fixture.hpp"
 #include <zlib.h>
 
+#include "spyglass/analysis/diff.hpp"
+#include "spyglass/input/profile_input.hpp"
+#include "spyglass/input/raw_reader.hpp"
 #include "spyglass/model/aggregator.hpp"
 #include "spyglass/model/projector.hpp"
 #include "spyglass/model/select.hpp"
-#include "spyglass/output/diff.hpp"
-#include "spyglass/output/profile_input.hpp"
-#include "spyglass/output/raw.hpp"
+#include "spyglass/output/diff_flamegraph.hpp"
 #include "spyglass/output/writer.hpp"
 
 namespace spyglass::fuzz {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "spyglass/input/raw_reader.hpp"
 #include "spyglass/model/frame_table.hpp"
 #include "spyglass/model/sample.hpp"
 #include "spyglass/output/raw.hpp"

@@ -7,9 +7,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "spyglass/cli/push.hpp"
 #include "spyglass/cli/summary.hpp"
 #include "spyglass/cli/validate.hpp"
+#include "spyglass/delivery/push.hpp"
 #include "spyglass/process/target_check.hpp"
 
 namespace {
@@ -289,15 +289,15 @@ TEST(Summary, RecordLineSaysOneOfEach) {
 
 // --push URL's user information is never printed (the summary, errors, warnings).
 TEST(Push, RedactedHidesTheUserInformation) {
-    EXPECT_EQ(cli::redacted("http://user:pass@pyroscope:4040/prefix"),
+    EXPECT_EQ(delivery::redacted("http://user:pass@pyroscope:4040/prefix"),
               "http://***@pyroscope:4040/prefix");
-    EXPECT_EQ(cli::redacted("https://user:p@ss@host"), "https://***@host");
-    EXPECT_EQ(cli::redacted("http://token@host?x=1"), "http://***@host?x=1");
-    EXPECT_EQ(cli::redacted("http://host:4040/a@b"), "http://host:4040/a@b");
-    EXPECT_EQ(cli::redacted("http://host?x=a@b"), "http://host?x=a@b");
-    EXPECT_EQ(cli::redacted("http://host#a@b"), "http://host#a@b");
-    EXPECT_EQ(cli::redacted("http://host"), "http://host");
-    EXPECT_EQ(cli::redacted("not a url@all"), "not a url@all");
+    EXPECT_EQ(delivery::redacted("https://user:p@ss@host"), "https://***@host");
+    EXPECT_EQ(delivery::redacted("http://token@host?x=1"), "http://***@host?x=1");
+    EXPECT_EQ(delivery::redacted("http://host:4040/a@b"), "http://host:4040/a@b");
+    EXPECT_EQ(delivery::redacted("http://host?x=a@b"), "http://host?x=a@b");
+    EXPECT_EQ(delivery::redacted("http://host#a@b"), "http://host#a@b");
+    EXPECT_EQ(delivery::redacted("http://host"), "http://host");
+    EXPECT_EQ(delivery::redacted("not a url@all"), "not a url@all");
 }
 
 constexpr const char* kKthreaddStat =

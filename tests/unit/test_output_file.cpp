@@ -12,9 +12,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "spyglass/cli/atomic_file.hpp"
-#include "spyglass/cli/output_file.hpp"
-#include "spyglass/cli/output_path.hpp"
+#include "spyglass/delivery/atomic_file.hpp"
+#include "spyglass/delivery/output_file.hpp"
+#include "spyglass/delivery/output_path.hpp"
 
 namespace {
 
@@ -62,7 +62,7 @@ class OutputFileTest : public ::testing::Test {
 };
 
 TEST_F(OutputFileTest, NewFileAppearsOnlyWhenCommitted) {
-    auto out = cli::OutputFile::open(path("p.txt"));
+    auto out = delivery::OutputFile::open(path("p.txt"));
     ASSERT_TRUE(out) << out.error().message;
     ASSERT_EQ(entries().size(), 1u);
     EXPECT_TRUE(is_temporary_of(entries()[0], "p.txt")) << entries()[0];
@@ -79,7 +79,7 @@ TEST_F(OutputFileTest, OldFileIsUnchangedWithoutCommit) {
     write(path("p.txt"), "old profile\n");
     ::chmod(path("p.txt").c_str(), 0600);
     {
-        auto out = cli::OutputFile::open(path("p.txt"));
+        auto out = delivery::OutputFile::open(path("p.txt"));
         ASSERT_TRUE(out);
         std::fputs("half a new", *out->begin_write());
     } // never committed: an abandoned recording
@@ -89,7 +89,7 @@ TEST_F(OutputFileTest, OldFileIsUnchangedWithoutCommit) {
 
 TEST_F(OutputFileTest, FailedWriteSaysTheOldFileIsUnchanged) {
     write(path("p.txt"), "old profile\n");
-    auto out = cli::OutputFile::open(path("p.txt"));
+    auto out = delivery::OutputFile::open(path("p.txt"));
     ASSERT_TRUE(out);
     std::fputs("half", *out->begin_write());
     auto result = out->finish(fail(Errc::io, "cannot write the profile: No space left on device"));
@@ -100,7 +100,7 @@ TEST_F(OutputFileTest, FailedWriteSaysTheOldFileIsUnchanged) {
     EXPECT_EQ(read(path("p.txt")), "old profile\n");
     EXPECT_EQ(entries(), std::vector<std::string>{"p.txt"});
 
-    auto fresh = cli::OutputFile::open(path("new.txt"));
+    auto fresh = delivery::OutputFile::open(path("new.txt"));
     ASSERT_TRUE(fresh);
     result = fresh->finish(fail(Errc::io, "cannot write the profile: Input/output error"));
     ASSERT_FALSE(result);
@@ -111,7 +111,7 @@ TEST_F(OutputFileTest, FailedWriteSaysTheOldFileIsUnchanged) {
 TEST_F(OutputFileTest, ReplacementKeepsTheOldPermissions) {
     write(path("p.txt"), "old\n");
     ::chmod(path("p.txt").c_str(), 0640);
-    auto out = cli::OutputFile::open(path("p.txt"));
+    auto out = delivery::OutputFile::open(path("p.txt"));
     ASSERT_TRUE(out);
     std::fputs("new\n", *out->begin_write());
     ASSERT_TRUE(out->commit());
@@ -123,7 +123,7 @@ TEST_F(OutputFileTest, ReplacementKeepsTheOldPermissions) {
 
 TEST_F(OutputFileTest, NewFileHonoursTheUmask) {
     mode_t previous = ::umask(027);
-    auto out = cli::OutputFile::open(path("p.txt"));
+    auto out = delivery::OutputFile::open(path("p.txt"));
     ::umask(previous);
     ASSERT_TRUE(out);
     std::fputs("x\n", *out->begin_write());
@@ -139,7 +139,7 @@ TEST_F(OutputFileTest, SymbolicLinkStaysAndItsTargetIsReplaced) {
     fs::create_symlink("real/p.txt", path("link.txt"));
     fs::create_symlink("real/absent.txt", path("dangling.txt"));
     for (const char* name : {"link.txt", "dangling.txt"}) {
-        auto out = cli::OutputFile::open(path(name));
+        auto out = delivery::OutputFile::open(path(name));
         ASSERT_TRUE(out) << out.error().message;
         std::fputs("new\n", *out->begin_write());
         ASSERT_TRUE(out->commit());
@@ -157,14 +157,15 @@ TEST_F(OutputFileTest, GuessableTemporaryNamesNeitherBlockNorRedirect) {
     for (int n = 0; n < 4; ++n)
         fs::create_symlink(path("victim"), path(".p.txt.tmp-" + pid + "-" + std::to_string(n)));
     std::vector<std::string> planted = entries();
-    auto out = cli::OutputFile::open(path("p.txt"));
+    auto out = delivery::OutputFile::open(path("p.txt"));
     ASSERT_TRUE(out) << out.error().message;
     std::fputs("new\n", *out->begin_write());
     ASSERT_TRUE(out->commit());
-    ASSERT_TRUE(cli::write_file_atomically(path("q.txt"), [](std::FILE* stream) -> Result<void> {
-        std::fputs("whole\n", stream);
-        return {};
-    }));
+    ASSERT_TRUE(
+        delivery::write_file_atomically(path("q.txt"), [](std::FILE* stream) -> Result<void> {
+            std::fputs("whole\n", stream);
+            return {};
+        }));
     EXPECT_EQ(read(path("p.txt")), "new\n");
     EXPECT_EQ(read(path("q.txt")), "whole\n");
     EXPECT_EQ(read(path(".p.txt.spyglass-" + pid + ".tmp")), "planted");
@@ -176,8 +177,8 @@ TEST_F(OutputFileTest, GuessableTemporaryNamesNeitherBlockNorRedirect) {
 }
 
 TEST_F(OutputFileTest, TemporaryNamesDifferEachTime) {
-    auto first = cli::OutputFile::open(path("p.txt"));
-    auto second = cli::OutputFile::open(path("p.txt"));
+    auto first = delivery::OutputFile::open(path("p.txt"));
+    auto second = delivery::OutputFile::open(path("p.txt"));
     ASSERT_TRUE(first && second);
     std::vector<std::string> names = entries();
     ASSERT_EQ(names.size(), 2u);
@@ -186,14 +187,14 @@ TEST_F(OutputFileTest, TemporaryNamesDifferEachTime) {
 }
 
 TEST_F(OutputFileTest, WhatCannotBeWrittenIsSaidAtOpen) {
-    auto directory = cli::OutputFile::open(dir_);
+    auto directory = delivery::OutputFile::open(dir_);
     ASSERT_FALSE(directory);
     EXPECT_THAT(directory.error().message, HasSubstr("it is a directory"));
-    auto missing = cli::OutputFile::open(path("no/such/dir/p.svg"));
+    auto missing = delivery::OutputFile::open(path("no/such/dir/p.svg"));
     ASSERT_FALSE(missing);
     EXPECT_EQ(missing.error().message, "cannot write the output to " + path("no/such/dir/p.svg") +
                                            ": No such file or directory");
-    auto full = cli::OutputFile::open("/dev/full");
+    auto full = delivery::OutputFile::open("/dev/full");
     ASSERT_FALSE(full);
     EXPECT_EQ(full.error().message,
               "cannot write the output to /dev/full: No space left on device");
@@ -202,12 +203,12 @@ TEST_F(OutputFileTest, WhatCannotBeWrittenIsSaidAtOpen) {
 
 TEST_F(OutputFileTest, FifoNeedsAReader) {
     ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0600), 0);
-    auto alone = cli::OutputFile::open(path("fifo"));
+    auto alone = delivery::OutputFile::open(path("fifo"));
     ASSERT_FALSE(alone);
     EXPECT_THAT(alone.error().message, HasSubstr("no reader on FIFO " + path("fifo")));
     int reader = ::open(path("fifo").c_str(), O_RDONLY | O_NONBLOCK);
     ASSERT_GE(reader, 0);
-    auto out = cli::OutputFile::open(path("fifo"));
+    auto out = delivery::OutputFile::open(path("fifo"));
     ASSERT_TRUE(out) << out.error().message;
     std::fputs("a 1\n", *out->begin_write());
     ASSERT_TRUE(out->commit());
@@ -219,7 +220,7 @@ TEST_F(OutputFileTest, FifoNeedsAReader) {
 }
 
 TEST_F(OutputFileTest, DevNullIsWrittenDirectly) {
-    auto out = cli::OutputFile::open("/dev/null");
+    auto out = delivery::OutputFile::open("/dev/null");
     ASSERT_TRUE(out) << out.error().message;
     std::fputs("x\n", *out->begin_write());
     EXPECT_TRUE(out->commit());
@@ -229,7 +230,7 @@ TEST_F(OutputFileTest, DevNullIsWrittenDirectly) {
 TEST_F(OutputFileTest, DescriptorPathWritesThatDescriptor) {
     int fds[2];
     ASSERT_EQ(::pipe(fds), 0);
-    auto out = cli::OutputFile::open("/dev/fd/" + std::to_string(fds[1]));
+    auto out = delivery::OutputFile::open("/dev/fd/" + std::to_string(fds[1]));
     ASSERT_TRUE(out) << out.error().message;
     std::fputs("through the pipe\n", *out->begin_write());
     ASSERT_TRUE(out->commit());
@@ -241,12 +242,12 @@ TEST_F(OutputFileTest, DescriptorPathWritesThatDescriptor) {
 
 // --- the one rule for every output path (output_path.hpp) ----------------------------------
 
-using Kind = cli::Destination::Kind;
+using Kind = delivery::Destination::Kind;
 
 class DestinationTest : public OutputFileTest {
   protected:
-    static Result<cli::Destination> classify(const std::string& p) {
-        return cli::Destination::classify(p, "the output");
+    static Result<delivery::Destination> classify(const std::string& p) {
+        return delivery::Destination::classify(p, "the output");
     }
     // A directory like /tmp: mode 1777, owned by `owner`.
     std::string shared_directory(uid_t owner) {
@@ -330,17 +331,17 @@ TEST_F(DestinationTest, TheKernelsRuleForLinksInStickyDirectories) {
     struct stat shared {};
     shared.st_mode = S_IFDIR | 01777;
     shared.st_uid = 0;
-    EXPECT_TRUE(cli::may_follow_link(shared, 0, 0));           // ours
-    EXPECT_FALSE(cli::may_follow_link(shared, kOther, 0));     // another user's
-    EXPECT_TRUE(cli::may_follow_link(shared, kOther, kOther)); // theirs, to them
+    EXPECT_TRUE(delivery::may_follow_link(shared, 0, 0));           // ours
+    EXPECT_FALSE(delivery::may_follow_link(shared, kOther, 0));     // another user's
+    EXPECT_TRUE(delivery::may_follow_link(shared, kOther, kOther)); // theirs, to them
     shared.st_uid = kOther;
-    EXPECT_TRUE(cli::may_follow_link(shared, kOther, 0)); // the directory owner's
+    EXPECT_TRUE(delivery::may_follow_link(shared, kOther, 0)); // the directory owner's
     struct stat plain = shared;
     plain.st_uid = 0;
     plain.st_mode = S_IFDIR | 0777; // not sticky
-    EXPECT_TRUE(cli::may_follow_link(plain, kOther, 0));
+    EXPECT_TRUE(delivery::may_follow_link(plain, kOther, 0));
     plain.st_mode = S_IFDIR | 01775; // not world-writable
-    EXPECT_TRUE(cli::may_follow_link(plain, kOther, 0));
+    EXPECT_TRUE(delivery::may_follow_link(plain, kOther, 0));
 }
 
 TEST_F(DestinationTest, AnotherUsersLinkInAStickyDirectoryIsRefused) {
@@ -359,9 +360,9 @@ TEST_F(DestinationTest, AnotherUsersLinkInAStickyDirectoryIsRefused) {
                               " is a symbolic link owned by nobody (uid 65534) in the "
                               "sticky world-writable directory " +
                               shared + ": not followed"));
-        EXPECT_FALSE(cli::OutputFile::open(link));
+        EXPECT_FALSE(delivery::OutputFile::open(link));
         EXPECT_FALSE(
-            cli::write_file_atomically(link, [](std::FILE*) -> Result<void> { return {}; }));
+            delivery::write_file_atomically(link, [](std::FILE*) -> Result<void> { return {}; }));
     }
     EXPECT_EQ(read(path("secret")), "root only\n");
     EXPECT_FALSE(fs::exists(path("absent")));
@@ -390,15 +391,15 @@ TEST_F(DestinationTest, DevicesAndFifosAreWrittenInPlace) {
         std::fputs("a 1\n", stream);
         return {};
     };
-    ASSERT_TRUE(cli::write_file_atomically(path("null"), write_text));
-    ASSERT_TRUE(cli::write_file_atomically(path("fifo"), write_text));
+    ASSERT_TRUE(delivery::write_file_atomically(path("null"), write_text));
+    ASSERT_TRUE(delivery::write_file_atomically(path("fifo"), write_text));
     EXPECT_TRUE(fs::is_character_file(path("null")));
     EXPECT_TRUE(fs::is_fifo(path("fifo")));
     char buffer[16] = {};
     EXPECT_EQ(::read(reader, buffer, sizeof buffer), 4);
     EXPECT_STREQ(buffer, "a 1\n");
     ::close(reader);
-    auto full = cli::write_file_atomically("/dev/full", write_text);
+    auto full = delivery::write_file_atomically("/dev/full", write_text);
     ASSERT_FALSE(full);
     EXPECT_EQ(full.error().message,
               "cannot write the output to /dev/full: No space left on device");

@@ -6,11 +6,12 @@
 #include <string_view>
 
 #include "spyglass/model/recording.hpp"
+#include "spyglass/output/writer.hpp"
 
 namespace spyglass::cli {
 
-// "1 late tick", "2,345 late ticks": `plural` defaults to `singular` + "s".
-std::string count_of(std::uint64_t n, std::string_view singular, std::string_view plural = {});
+// "1 late tick", "2,345 late ticks" (output/writer.hpp: a window file's messages use it too).
+using output::count_of;
 
 // The achieved sampling rate: ticks per second of the recording, never more than asked. A
 // recording shorter than its ticks' periods (-d 0.0001, or -r 0.05 stopped after 3 s) counts

@@ -128,6 +128,8 @@ void append_xml_escaped(std::string& out, std::string_view text);
 
 // 1234567 -> "1,234,567", for counts people read.
 std::string with_commas(std::uint64_t n);
+// "1 late tick", "2,345 late ticks": `plural` defaults to `singular` + "s".
+std::string count_of(std::uint64_t n, std::string_view singular, std::string_view plural = {});
 
 // A command line for display: the words with one space between them.
 std::string join_words(const std::vector<std::string>& words);

@@ -10,7 +10,7 @@
 
 #include <sys/types.h>
 
-namespace spyglass::cli {
+namespace spyglass {
 
 // Installs the handlers; returns the number of stop requests so far (read it, don't write).
 const std::atomic<int>& install_stop_handlers();
@@ -37,4 +37,4 @@ void clear_abort_cleanup();
 void set_abort_also_remove(std::string_view path);
 void clear_abort_also_remove();
 
-} // namespace spyglass::cli
+} // namespace spyglass

@@ -1,4 +1,4 @@
-#include "spyglass/cli/output_path.hpp"
+#include "spyglass/delivery/output_path.hpp"
 
 #include <cerrno>
 #include <charconv>
@@ -13,7 +13,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-namespace spyglass::cli {
+namespace spyglass::delivery {
 
 namespace {
 
@@ -318,4 +318,4 @@ void Destination::remove(const TemporaryFile& temporary) const noexcept {
     if (!temporary.name.empty()) ::unlinkat(directory_, temporary.name.c_str(), 0);
 }
 
-} // namespace spyglass::cli
+} // namespace spyglass::delivery

@@ -1,4 +1,4 @@
-#include "spyglass/cli/window_files.hpp"
+#include "spyglass/delivery/window_files.hpp"
 
 #include <cctype>
 #include <cerrno>
@@ -8,10 +8,10 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include "spyglass/cli/atomic_file.hpp"
-#include "spyglass/cli/signals.hpp"
+#include "spyglass/delivery/atomic_file.hpp"
+#include "spyglass/signals.hpp"
 
-namespace spyglass::cli {
+namespace spyglass::delivery {
 
 namespace {
 
@@ -153,4 +153,4 @@ void WindowOutputs::keep(const std::string& path, std::uint64_t start_unix_ns) {
     }
 }
 
-} // namespace spyglass::cli
+} // namespace spyglass::delivery

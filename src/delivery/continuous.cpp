@@ -1,17 +1,16 @@
-#include "spyglass/cli/continuous.hpp"
+#include "spyglass/delivery/continuous.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include "spyglass/cli/atomic_file.hpp"
-#include "spyglass/cli/signals.hpp"
-#include "spyglass/cli/summary.hpp"
+#include "spyglass/delivery/atomic_file.hpp"
+#include "spyglass/signals.hpp"
 
 #ifndef SPYGLASS_VERSION
 #define SPYGLASS_VERSION "0.0.0"
 #endif
 
-namespace spyglass::cli {
+namespace spyglass::delivery {
 
 namespace {
 
@@ -32,14 +31,6 @@ void warn(const std::string& text) {
 }
 
 } // namespace
-
-model::DisplayOptions record_display(const RecordOptions& options) {
-    model::DisplayOptions display;
-    display.per_thread_roots = options.threads;
-    display.labels.full_filenames = options.full_filenames;
-    display.labels.line_numbers = !options.sampling.nolineno;
-    return display;
-}
 
 // The profile of the whole recording, written when SIGUSR1 asks (without --window).
 class RecordExtras::FlushWhole final : public model::SampleSink {
@@ -76,7 +67,7 @@ class RecordExtras::FlushWhole final : public model::SampleSink {
     std::uint64_t last_ns_ = 0;
 };
 
-Result<std::unique_ptr<RecordExtras>> RecordExtras::open(const RecordOptions& options,
+Result<std::unique_ptr<RecordExtras>> RecordExtras::open(const RecordDeliveryOptions& options,
                                                          output::Format format,
                                                          const std::string& output_path,
                                                          const model::FrameTable& frames,
@@ -85,7 +76,7 @@ Result<std::unique_ptr<RecordExtras>> RecordExtras::open(const RecordOptions& op
     extras->options_ = options;
     extras->format_ = format;
     extras->output_path_ = output_path;
-    extras->display_ = record_display(options);
+    extras->display_ = options.display;
     extras->whole_frames_ = &frames;
     extras->whole_stacks_ = &stacks;
     const bool windowed = options.window > 0;
@@ -111,9 +102,7 @@ Result<std::unique_ptr<RecordExtras>> RecordExtras::open(const RecordOptions& op
             if (auto ok = check_window_pattern(output_path, window_ns); !ok)
                 return std::unexpected(ok.error());
         if (!options.keep.empty()) {
-            auto keep = parse_span_ns(options.keep);
-            if (!keep) return fail(Errc::invalid_argument, "--keep {}", keep.error().message);
-            keep_ns = *keep;
+            keep_ns = options.keep_ns;
             if (keep_ns < window_ns)
                 return fail(Errc::invalid_argument,
                             "--keep {} is shorter than one window (--window {}): nothing would "
@@ -128,7 +117,7 @@ Result<std::unique_ptr<RecordExtras>> RecordExtras::open(const RecordOptions& op
         output::RawHeader header;
         header.spyglass_version = SPYGLASS_VERSION;
         header.host = host_name();
-        header.target_pid = options.sampling.pid;
+        header.target_pid = options.pid;
         // Written beside its destination and renamed over it at the end, as every output: an
         // old recording is never damaged and a partial one never takes the real name (after
         // SIGKILL or a full disk the temporary file stays, readable to its last whole block).
@@ -151,13 +140,13 @@ Result<std::unique_ptr<RecordExtras>> RecordExtras::open(const RecordOptions& op
         push.labels.push_back("hostname=" + host_name());
         push.headers = options.push_headers;
         push.timeout_s = options.push_timeout;
-        push.rate_hz = options.sampling.rate;
+        push.rate_hz = options.rate;
         auto pusher = Pusher::start(std::move(push));
         if (!pusher) return std::unexpected(pusher.error());
         extras->pusher_ = std::move(*pusher);
     }
     extras->flush_requests_ = &install_flush_handler();
-    model::FrameTransform transform{options.sampling.function, options.sampling.nolineno};
+    model::FrameTransform transform{options.function, options.nolineno};
     if (windowed) {
         extras->windows_ = std::make_unique<WindowOutputs>(output_path, format, extras->display_,
                                                            keep_ns, extras->pusher_.get());
@@ -181,18 +170,11 @@ Result<std::unique_ptr<RecordExtras>> RecordExtras::open(const RecordOptions& op
 
 RecordExtras::~RecordExtras() = default;
 
-SamplingOptions RecordExtras::sampling(const SamplingOptions& asked) const {
-    SamplingOptions out = asked;
-    if (raw_ || cutter_) {
-        out.function = false;
-        out.nolineno = false;
-    }
-    if (cutter_) {
-        out.table_limit = kTableLimit;
-        if (const char* limit = std::getenv("SPYGLASS_TABLE_LIMIT"))
-            out.table_limit = std::max<std::size_t>(16, std::strtoul(limit, nullptr, 10));
-    }
-    return out;
+std::size_t RecordExtras::table_limit() const {
+    if (!cutter_) return 0;
+    if (const char* limit = std::getenv("SPYGLASS_TABLE_LIMIT"))
+        return std::max<std::size_t>(16, std::strtoul(limit, nullptr, 10));
+    return kTableLimit;
 }
 
 model::SampleSink& RecordExtras::sink(model::Aggregator& whole) {
@@ -226,7 +208,8 @@ void RecordExtras::flush_whole(const model::Aggregator& whole) {
     if (written) {
         ++flushes_;
         std::fprintf(stderr, "spyglass: SIGUSR1: wrote the recording so far (%s) to %s\n",
-                     count_of(profile.totals.samples, "sample").c_str(), output_path_.c_str());
+                     output::count_of(profile.totals.samples, "sample").c_str(),
+                     output_path_.c_str());
     } else {
         warn("SIGUSR1: " + written.error().message);
     }
@@ -242,30 +225,30 @@ bool RecordExtras::finish(double recording_s) {
         }
         if (stats.dropped != 0)
             warn(fmt::format("{} could not be written: the disk fell behind",
-                             count_of(stats.dropped, "window")));
+                             output::count_of(stats.dropped, "window")));
         if (!output_path_.empty())
             std::fprintf(stderr, "spyglass: wrote %s (%s every %g s)%s%s%s\n",
-                         count_of(stats.written - stats.snapshots, "window file").c_str(),
+                         output::count_of(stats.written - stats.snapshots, "window file").c_str(),
                          output::format_name(format_), options_.window,
                          stats.last_file.empty() ? "" : ", the last to ", stats.last_file.c_str(),
                          stats.deleted == 0
                              ? ""
                              : fmt::format("; deleted {} older than --keep {}",
-                                           count_of(stats.deleted, "file"), options_.keep)
+                                           output::count_of(stats.deleted, "file"), options_.keep)
                                    .c_str());
     }
     if (pusher_) {
         // A dead backend may hold the last windows: wait for them one request's time at most.
         PushStats stats = pusher_->stop(options_.push_timeout + 1);
         std::fprintf(stderr, "spyglass: push: %s sent to %s; %s failed, %s dropped (%s attempts)\n",
-                     count_of(stats.sent, "window").c_str(), redacted(options_.push).c_str(),
-                     output::with_commas(stats.failed).c_str(),
+                     output::count_of(stats.sent, "window").c_str(),
+                     redacted(options_.push).c_str(), output::with_commas(stats.failed).c_str(),
                      output::with_commas(stats.dropped).c_str(),
                      output::with_commas(stats.attempts).c_str());
         if (stats.failed + stats.dropped != 0)
             warn(fmt::format("{} not pushed ({} after retries, {} dropped from the queue); last "
                              "error: {}",
-                             count_of(stats.failed + stats.dropped, "window"), stats.failed,
+                             output::count_of(stats.failed + stats.dropped, "window"), stats.failed,
                              stats.dropped, stats.last_error));
     }
     if (raw_) {
@@ -284,7 +267,7 @@ bool RecordExtras::finish(double recording_s) {
         } else {
             std::fprintf(stderr, "spyglass: wrote the raw recording to %s (%s, %.1f KB/s)\n",
                          raw_->path() == "-" ? "standard output" : raw_->path().c_str(),
-                         count_of(raw_->bytes_written(), "byte").c_str(),
+                         output::count_of(raw_->bytes_written(), "byte").c_str(),
                          recording_s > 0
                              ? static_cast<double>(raw_->bytes_written()) / 1e3 / recording_s
                              : 0.0);
@@ -293,4 +276,4 @@ bool RecordExtras::finish(double recording_s) {
     return ok;
 }
 
-} // namespace spyglass::cli
+} // namespace spyglass::delivery

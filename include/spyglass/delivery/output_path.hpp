@@ -21,7 +21,7 @@
 
 #include "spyglass/error.hpp"
 
-namespace spyglass::cli {
+namespace spyglass::delivery {
 
 // A temporary file created beside a destination.
 struct TemporaryFile {
@@ -89,4 +89,4 @@ class Destination {
 [[nodiscard]] bool may_follow_link(const struct stat& directory, uid_t link_owner,
                                    uid_t user) noexcept;
 
-} // namespace spyglass::cli
+} // namespace spyglass::delivery

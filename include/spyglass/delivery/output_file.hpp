@@ -18,10 +18,10 @@
 #include <string>
 #include <string_view>
 
-#include "spyglass/cli/output_path.hpp"
+#include "spyglass/delivery/output_path.hpp"
 #include "spyglass/error.hpp"
 
-namespace spyglass::cli {
+namespace spyglass::delivery {
 
 class OutputFile {
   public:
@@ -73,4 +73,4 @@ class OutputFile {
     bool committed_ = false;
 };
 
-} // namespace spyglass::cli
+} // namespace spyglass::delivery

@@ -1,4 +1,4 @@
-#include "spyglass/output/diff.hpp"
+#include "spyglass/analysis/diff.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,6 @@
 // how its share changed). Shares, not counts: two recordings of different lengths compare.
 #pragma once
 
-#include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,9 +32,5 @@ ProfileDiff diff_profiles(const model::Profile& base, const model::Profile& curr
 
 // The first `top` rows as a table for a terminal.
 std::string diff_table(const ProfileDiff& diff, std::size_t top);
-
-// The differential flame graph (flamegraph.cpp). `title`: what is compared.
-Result<void> write_diff_flamegraph(const model::Profile& base, const model::Profile& current,
-                                   std::string_view title, std::FILE* out);
 
 } // namespace spyglass::output

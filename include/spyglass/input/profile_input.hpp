@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "spyglass/error.hpp"
+#include "spyglass/input/raw_reader.hpp"
 #include "spyglass/model/aggregator.hpp"
 #include "spyglass/model/profile.hpp"
 #include "spyglass/model/projector.hpp"
 #include "spyglass/model/select.hpp"
-#include "spyglass/output/raw.hpp"
 
 namespace spyglass::output {
 

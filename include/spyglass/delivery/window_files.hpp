@@ -11,13 +11,12 @@
 #include <string>
 #include <thread>
 
-#include "spyglass/cli/push.hpp"
-#include "spyglass/cli/validate.hpp" // parse_span_ns, for --keep
+#include "spyglass/delivery/push.hpp"
 #include "spyglass/error.hpp"
 #include "spyglass/model/window.hpp"
 #include "spyglass/output/writer.hpp"
 
-namespace spyglass::cli {
+namespace spyglass::delivery {
 
 // The pattern, formatted for a Unix time in ns (local time, as the default output name).
 std::string window_file_name(const std::string& pattern, std::uint64_t unix_ns);
@@ -70,4 +69,4 @@ class WindowOutputs {
     std::thread thread_;
 };
 
-} // namespace spyglass::cli
+} // namespace spyglass::delivery

@@ -1,4 +1,4 @@
-#include "spyglass/output/profile_input.hpp"
+#include "spyglass/input/profile_input.hpp"
 
 #include <algorithm>
 #include <cerrno>

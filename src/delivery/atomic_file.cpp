@@ -1,8 +1,8 @@
-#include "spyglass/cli/atomic_file.hpp"
+#include "spyglass/delivery/atomic_file.hpp"
 
-#include "spyglass/cli/output_file.hpp"
+#include "spyglass/delivery/output_file.hpp"
 
-namespace spyglass::cli {
+namespace spyglass::delivery {
 
 Result<void> write_file_atomically(const std::string& path,
                                    const std::function<Result<void>(std::FILE*)>& write) {
@@ -13,4 +13,4 @@ Result<void> write_file_atomically(const std::string& path,
     return file->finish(write(*stream));
 }
 
-} // namespace spyglass::cli
+} // namespace spyglass::delivery

@@ -1,4 +1,4 @@
-#include "spyglass/cli/push.hpp"
+#include "spyglass/delivery/push.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -9,10 +9,10 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
-#include "spyglass/cli/signals.hpp"
 #include "spyglass/clock.hpp"
+#include "spyglass/signals.hpp"
 
-namespace spyglass::cli {
+namespace spyglass::delivery {
 
 // The few libcurl functions --push uses, looked up in libcurl.so.4 at run time.
 struct Pusher::Curl {
@@ -333,4 +333,4 @@ void Pusher::run_locked(std::unique_lock<std::mutex>& lock) {
     }
 }
 
-} // namespace spyglass::cli
+} // namespace spyglass::delivery

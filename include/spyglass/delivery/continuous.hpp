@@ -4,14 +4,17 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "spyglass/cli/options.hpp"
-#include "spyglass/cli/output_file.hpp"
-#include "spyglass/cli/push.hpp"
-#include "spyglass/cli/window_files.hpp"
+#include <sys/types.h>
+
+#include "spyglass/delivery/output_file.hpp"
+#include "spyglass/delivery/push.hpp"
+#include "spyglass/delivery/window_files.hpp"
 #include "spyglass/error.hpp"
 #include "spyglass/model/aggregator.hpp"
 #include "spyglass/model/projector.hpp"
@@ -20,23 +23,42 @@
 #include "spyglass/output/raw.hpp"
 #include "spyglass/output/writer.hpp"
 
-namespace spyglass::cli {
+namespace spyglass::delivery {
 
-// The display choices of record's command line.
-model::DisplayOptions record_display(const RecordOptions& options);
+// What record's command line asks to be delivered besides the profile of the whole recording
+// (the options' values, checked by the command line).
+struct RecordDeliveryOptions {
+    std::string raw;                       // --raw FILE
+    double window = 0;                     // --window SECONDS
+    std::string keep;                      // --keep DURATION, as given (for messages)
+    std::uint64_t keep_ns = 0;             // and as nanoseconds
+    std::string push;                      // --push URL
+    std::string app;                       // --app NAME
+    std::vector<std::string> tags;         // --tag k=v
+    std::vector<std::string> push_headers; // --push-header 'Name: value'
+    double push_timeout = 10;              // seconds per request
+    pid_t pid = 0;                         // --pid; 0 for a launched command
+    double rate = 100;                     // Hz
+    bool function = false;                 // --function
+    bool nolineno = false;                 // --nolineno
+    model::DisplayOptions display;         // how the profiles are shown
+};
 
 class RecordExtras {
   public:
     // Checks and opens what the options ask for before anything is attached: the raw file,
     // the window pattern and --keep, --push (libcurl, its URL, labels and headers).
-    static Result<std::unique_ptr<RecordExtras>>
-    open(const RecordOptions& options, output::Format format, const std::string& output_path,
-         const model::FrameTable& frames, const model::StackTable& stacks);
+    static Result<std::unique_ptr<RecordExtras>> open(const RecordDeliveryOptions& options,
+                                                      output::Format format,
+                                                      const std::string& output_path,
+                                                      const model::FrameTable& frames,
+                                                      const model::StackTable& stacks);
     ~RecordExtras();
 
-    // The sampling options the session starts with: a raw file and windows keep every line
-    // (they apply --function / --nolineno themselves); windows bound the tables.
-    [[nodiscard]] SamplingOptions sampling(const SamplingOptions& asked) const;
+    // What the session must sample for: a raw file and windows keep every line (they apply
+    // --function / --nolineno themselves); windows bound the tables (0: unbounded).
+    [[nodiscard]] bool keeps_every_line() const noexcept { return raw_ || cutter_; }
+    [[nodiscard]] std::size_t table_limit() const;
     // The tables the profile of the whole recording is built on.
     [[nodiscard]] const model::FrameTable& whole_frames() const noexcept { return *whole_frames_; }
     [[nodiscard]] const model::StackTable& whole_stacks() const noexcept { return *whole_stacks_; }
@@ -59,7 +81,7 @@ class RecordExtras {
     RecordExtras() = default;
     void flush_whole(const model::Aggregator& whole);
 
-    RecordOptions options_;
+    RecordDeliveryOptions options_;
     output::Format format_ = output::Format::flamegraph;
     std::string output_path_;
     model::DisplayOptions display_;
@@ -79,4 +101,4 @@ class RecordExtras {
     std::string flush_error_;
 };
 
-} // namespace spyglass::cli
+} // namespace spyglass::delivery

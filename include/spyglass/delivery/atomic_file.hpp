@@ -8,7 +8,7 @@
 
 #include "spyglass/error.hpp"
 
-namespace spyglass::cli {
+namespace spyglass::delivery {
 
 // Writes `path` through `write` as OutputFile writes a recording's output (output_path.hpp's
 // rule): a regular file through a temporary file in the same directory, flushed, fsynced and
@@ -18,4 +18,4 @@ namespace spyglass::cli {
 Result<void> write_file_atomically(const std::string& path,
                                    const std::function<Result<void>(std::FILE*)>& write);
 
-} // namespace spyglass::cli
+} // namespace spyglass::delivery

@@ -1,6 +1,8 @@
 // The raw file's reader: whole blocks only, each checked (CRC-32, sizes, a zstd stream that
 // decodes to exactly the size the block says, records that refer only to what is defined)
 // before any of its samples reach the sink. Everything read from the file is bounded.
+#include "spyglass/input/raw_reader.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -8,13 +10,12 @@
 #include <optional>
 #include <unordered_set>
 
-#include "raw_codec.hpp"
 #include <fmt/format.h>
 #include <zlib.h>
 #include <zstd.h>
 
-#include "spyglass/output/profile_input.hpp"
-#include "spyglass/output/raw.hpp"
+#include "spyglass/input/profile_input.hpp"
+#include "spyglass/output/raw_codec.hpp"
 
 namespace spyglass::output {
 

@@ -16,7 +16,7 @@
 
 #include "spyglass/error.hpp"
 
-namespace spyglass::cli {
+namespace spyglass::delivery {
 
 struct PushOptions {
     std::string url;                  // http(s)://host:port[/prefix]
@@ -96,4 +96,4 @@ class Pusher {
     std::thread thread_;
 };
 
-} // namespace spyglass::cli
+} // namespace spyglass::delivery

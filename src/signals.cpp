@@ -1,4 +1,4 @@
-#include "spyglass/cli/signals.hpp"
+#include "spyglass/signals.hpp"
 
 #include <algorithm>
 #include <csignal>
@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
-namespace spyglass::cli {
+namespace spyglass {
 
 namespace {
 
@@ -132,4 +132,4 @@ void clear_abort_also_remove() {
     also_remove_ready.store(false);
 }
 
-} // namespace spyglass::cli
+} // namespace spyglass

@@ -1,4 +1,4 @@
-#include "spyglass/cli/output_file.hpp"
+#include "spyglass/delivery/output_file.hpp"
 
 #include <cerrno>
 #include <cstdint>
@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "spyglass/cli/signals.hpp"
+#include "spyglass/signals.hpp"
 
-namespace spyglass::cli {
+namespace spyglass::delivery {
 
 namespace {
 
@@ -231,4 +231,4 @@ Result<void> OutputFile::finish(Result<void> written) {
     return fail(Errc::io, "cannot write the profile to {}: {}; {}", shown(), reason, what);
 }
 
-} // namespace spyglass::cli
+} // namespace spyglass::delivery
