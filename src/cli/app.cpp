@@ -7,6 +7,7 @@
 
 #include "spyglass/cli/options.hpp"
 #include "spyglass/cli/validate.hpp"
+#include "spyglass/output/formats.hpp"
 #include "spyglass/terminal_text.hpp"
 
 #ifndef SPYGLASS_VERSION
@@ -167,15 +168,14 @@ void add_report_command(CLI::App& app, ReportOptions& report) {
         "Render a raw recording (record --raw) in any format, any slice; or summarise it");
     cmd->add_option("file", report.input, "The raw recording")->type_name("FILE")->required();
     cmd->add_option("-o,--output", report.output,
-                    "Output file; its extension picks the format, as for record (default: "
-                    "the recording's name with .svg); - for standard output")
+                    fmt::format("Output file; its extension picks the format, as for record "
+                                "(default: the recording's name with .{}); - for standard output",
+                                output::default_extension(output::kDefaultFormat)))
         ->type_name("FILE");
     cmd->add_option("-f,--format", report.format,
-                    "flamegraph, folded, pprof, speedscope or chrometrace (default: from the "
-                    "output's extension)")
+                    output::format_names_text(false) + " (default: from the output's extension)")
         ->type_name("FORMAT")
-        ->transform(CLI::IsMember({"flamegraph", "folded", "pprof", "speedscope", "chrometrace"},
-                                  CLI::ignore_case));
+        ->transform(CLI::IsMember(output::format_words(false), CLI::ignore_case));
     check_time(cmd->add_option("--from", report.from,
                                "Start of the slice: seconds from the start (90, 1m30s) or a "
                                "wall-clock time (14:03:00, 2024-05-01T14:03:00, ...Z for UTC)")
@@ -222,6 +222,14 @@ void add_diff_command(CLI::App& app, DiffOptions& diff) {
         ->check(CLI::IsMember({"wall", "cpu"}));
     cmd->add_flag("--full-filenames", diff.full_filenames,
                   "Show full source paths instead of shortened ones");
+}
+
+// ".svg, .txt, .pb.gz, .json, .trace.json": the extension of each format's default file.
+std::string default_extensions() {
+    std::string out;
+    for (const output::FormatInfo& info : output::kFormats)
+        out += (out.empty() ? "" : ", ") + std::string(info.extensions[0]);
+    return out;
 }
 
 // Checks CLI11 cannot express as one clear line; empty when the command line is fine.
@@ -276,22 +284,22 @@ std::unique_ptr<CLI::App> make_app(CommandLine& parsed) {
 
     RecordOptions& record = parsed.record;
     CLI::App* record_cmd = app->add_subcommand(
-        "record", "Sample a running process (or a command) and write a profile: flame graph, "
-                  "folded stacks, pprof, speedscope or Chrome trace");
+        "record", "Sample a running process (or a command) and write a profile: " +
+                      output::format_descriptions_text("or"));
     add_sampling_options(record_cmd, record.sampling);
     record_cmd
         ->add_option("-o,--output", record.output,
-                     "Output file; its extension picks the format (.svg, .txt, .pb.gz, .json, "
-                     ".trace.json); - for standard output")
+                     "Output file; its extension picks the format (" + default_extensions() +
+                         "); - for standard output")
         ->type_name("FILE");
     record_cmd
         ->add_option("-f,--format", record.format,
-                     "flamegraph, folded (or raw), pprof, speedscope or chrometrace (default: "
-                     "from the output's extension, else flamegraph)")
+                     fmt::format("{} (default: from the output's extension, else {})",
+                                 output::format_names_text(true),
+                                 output::format_name(output::kDefaultFormat)))
         ->type_name("FORMAT")
-        ->transform(
-            CLI::IsMember({"flamegraph", "folded", "raw", "pprof", "speedscope", "chrometrace"},
-                          CLI::ignore_case)); // a transform: FOLDED becomes folded
+        ->transform(CLI::IsMember(output::format_words(true),
+                                  CLI::ignore_case)); // a transform: FOLDED becomes folded
     record_cmd->add_flag("-t,--threads", record.threads, "A root frame per thread (id and name)");
     record_cmd->add_flag("--full-filenames", record.full_filenames,
                          "Show full source paths instead of shortened ones");

@@ -7,6 +7,8 @@
 #include "command_line.hpp"
 #include <fmt/format.h>
 
+#include "spyglass/output/formats.hpp"
+
 namespace spyglass::cli {
 
 std::vector<const CLI::App*> visible_subcommands(const CLI::App& app) {
@@ -102,9 +104,23 @@ void append_options(std::string& out, const CLI::App& command) {
 
 struct CommandProse {
     std::string_view name;
-    std::string_view synopsis; // roff
-    std::string_view details;  // roff, after the options
+    std::string_view synopsis;  // roff
+    std::string_view details;   // roff, after the options
+    bool formats_first = false; // details begin with formats_paragraph()
 };
+
+// How record picks its format, from the format table: "... extension: .svg flame graph, ...,
+// .trace.json Chrome trace (Perfetto, chrome://tracing). "
+std::string formats_paragraph() {
+    std::string out = ".PP\nThe format comes from \\fB\\-\\-format\\fR, else from the output's "
+                      "extension: ";
+    for (const output::FormatInfo& info : output::kFormats) {
+        if (info.format != output::kFormats[0].format) out += ", ";
+        out += fmt::format("\\fB{}\\fR {}", info.extensions[0], info.description);
+        if (!info.viewer.empty()) out += fmt::format(" ({})", info.viewer);
+    }
+    return out + ". ";
+}
 
 constexpr CommandProse kProse[] = {
     {"dump", "\\fBspyglass dump\\fR \\fB\\-\\-pid\\fR \\fIPID\\fR [\\fIoptions\\fR]",
@@ -117,10 +133,8 @@ constexpr CommandProse kProse[] = {
     {"record",
      "\\fBspyglass record\\fR [\\fIoptions\\fR] \\fB\\-\\-pid\\fR \\fIPID\\fR\n.br\n"
      "\\fBspyglass record\\fR [\\fIoptions\\fR] \\fB\\-\\-\\fR \\fIcommand\\fR [\\fIargs\\fR...]",
-     ".PP\nThe format comes from \\fB\\-\\-format\\fR, else from the output's extension: "
-     "\\fB.svg\\fR flame graph, \\fB.txt\\fR folded stacks, \\fB.pb.gz\\fR pprof, \\fB.json\\fR "
-     "speedscope, \\fB.trace.json\\fR Chrome trace (Perfetto, chrome://tracing). Without "
-     "\\fB\\-o\\fR the file is spyglass\\-\\fIdate\\fR\\-\\fItime\\fR with that extension in "
+     "Without \\fB\\-o\\fR the file is spyglass\\-\\fIdate\\fR\\-\\fItime\\fR with that extension "
+     "in "
      "the current directory.\n.PP\nCtrl\\-C or SIGTERM stops the recording and writes what was "
      "collected; a second Ctrl\\-C aborts. A target that exits leaves a complete file too. "
      "When attached on a terminal a progress line shows (a bar with \\fB\\-d\\fR); a launched "
@@ -136,7 +150,8 @@ constexpr CommandProse kProse[] = {
      "window as pprof to a Pyroscope\\-compatible \\fB/ingest\\fR endpoint, named "
      "\\fIAPP\\fR{\\fItags\\fR,hostname=,pid=}, from a bounded queue with retries; what "
      "could not be sent is counted in the summary. At the end spyglass waits for the last "
-     "windows one \\fB\\-\\-push\\-timeout\\fR at most; a Ctrl\\-C then gives up on them.\n"},
+     "windows one \\fB\\-\\-push\\-timeout\\fR at most; a Ctrl\\-C then gives up on them.\n",
+     true},
     {"report",
      "\\fBspyglass report\\fR \\fIFILE\\fR [\\fIoptions\\fR] [\\fB\\-o\\fR \\fIOUTPUT\\fR]",
      ".PP\nAny format \\fBrecord\\fR writes, from the samples of a raw recording that fall "
@@ -207,8 +222,9 @@ std::string man_page(const CLI::App& app) {
         out += " " + roff_word(command->get_name());
     out += ".\n.SH DESCRIPTION\n" + roff(app.get_description()) + "\n";
     out += ".PP\nIt tags every sample on\\-CPU or waiting from the kernel's view of the thread, "
-           "and writes flame graphs, folded stacks, pprof, speedscope and Chrome trace files, "
-           "a live top view, or one dump of every thread's stack.\n";
+           "and writes " +
+           output::format_descriptions_text("and") +
+           " files, a live top view, or one dump of every thread's stack.\n";
     out += ".SH \"GLOBAL OPTIONS\"\n";
     append_options(out, app);
     for (const CLI::App* command : visible_subcommands(app)) {
@@ -223,6 +239,7 @@ std::string man_page(const CLI::App& app) {
         out += roff(command->get_description()) + ".\n";
         if (!visible_options(*command).empty()) out += ".PP\nOptions:\n";
         append_options(out, *command);
+        if (prose != nullptr && prose->formats_first) out += formats_paragraph();
         if (prose != nullptr) out += prose->details;
     }
     out += kEnd;

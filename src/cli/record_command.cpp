@@ -26,12 +26,7 @@ std::string default_output_path(output::Format format) {
     std::time_t now = std::time(nullptr);
     char stamp[32];
     std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-    const char* extension = format == output::Format::folded        ? "txt"
-                            : format == output::Format::pprof       ? "pb.gz"
-                            : format == output::Format::speedscope  ? "json"
-                            : format == output::Format::chrometrace ? "trace.json"
-                                                                    : "svg";
-    return fmt::format("spyglass-{}.{}", stamp, extension);
+    return fmt::format("spyglass-{}.{}", stamp, output::default_extension(format));
 }
 
 // --window without -o: one file per window, named by its start.
@@ -89,13 +84,11 @@ SamplingOptions session_sampling(const SamplingOptions& asked,
 
 int run_record(const RecordOptions& options) {
     ignore_sigpipe();
-    output::Format format = output::Format::flamegraph;
+    output::Format format = output::kDefaultFormat;
     if (!options.format.empty()) {
         auto parsed = output::parse_format(options.format);
         if (!parsed) {
-            print_error(fmt::format(
-                "unknown format {}: use flamegraph, folded, pprof, speedscope or chrometrace",
-                options.format));
+            print_error(output::unknown_format_message(options.format));
             return 2;
         }
         format = *parsed;

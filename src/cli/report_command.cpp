@@ -29,7 +29,7 @@ std::string default_report_path(const std::string& input) {
         input.substr(input.rfind('/') == std::string::npos ? 0 : input.rfind('/') + 1);
     std::size_t dot = base.rfind('.');
     if (dot != std::string::npos && dot != 0) base.resize(dot);
-    return base + ".svg";
+    return fmt::format("{}.{}", base, output::default_extension(output::kDefaultFormat));
 }
 
 std::string local_time(std::uint64_t unix_ns) {
@@ -118,12 +118,12 @@ void print_summary(const std::string& input, const output::RawReader& reader,
 } // namespace
 
 int run_report(const ReportOptions& options) {
-    output::Format format = output::Format::flamegraph;
+    output::Format format = output::kDefaultFormat;
     std::string path = options.output.empty() ? default_report_path(options.input) : options.output;
     if (!options.format.empty()) {
         auto parsed = output::parse_format(options.format);
         if (!parsed) {
-            print_error(fmt::format("unknown format {}", options.format));
+            print_error(output::unknown_format_message(options.format));
             return 2;
         }
         format = *parsed;

@@ -1,8 +1,7 @@
-// Format selection, frame labels, the display frames shared by the stack formats, and checked
+// The writer of a format, frame labels, the display frames shared by the stack formats, and checked
 // writes.
 #include "spyglass/output/writer.hpp"
 
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 
@@ -10,21 +9,7 @@
 
 namespace spyglass::output {
 
-std::unique_ptr<ProfileWriter> make_folded_writer();
-std::unique_ptr<ProfileWriter> make_pprof_writer();
-std::unique_ptr<ProfileWriter> make_speedscope_writer();
-std::unique_ptr<ProfileWriter> make_flamegraph_writer();
-std::unique_ptr<ProfileWriter> make_chrometrace_writer();
-
 namespace {
-
-bool ends_with_nocase(std::string_view text, std::string_view suffix) {
-    if (text.size() < suffix.size()) return false;
-    text.remove_prefix(text.size() - suffix.size());
-    for (std::size_t i = 0; i < suffix.size(); ++i)
-        if (std::tolower(static_cast<unsigned char>(text[i])) != suffix[i]) return false;
-    return true;
-}
 
 bool is_digit(char c) {
     return c >= '0' && c <= '9';
@@ -51,59 +36,8 @@ std::size_t lib_python_prefix(std::string_view path, std::size_t at) {
 
 } // namespace
 
-const char* format_name(Format format) noexcept {
-    switch (format) {
-    case Format::flamegraph:
-        return "flamegraph";
-    case Format::folded:
-        return "folded";
-    case Format::pprof:
-        return "pprof";
-    case Format::speedscope:
-        return "speedscope";
-    case Format::chrometrace:
-        return "chrometrace";
-    }
-    return "?";
-}
-
-std::optional<Format> parse_format(std::string_view name) noexcept {
-    if (name == "flamegraph" || name == "svg") return Format::flamegraph;
-    if (name == "folded" || name == "raw" || name == "collapsed") return Format::folded;
-    if (name == "pprof") return Format::pprof;
-    if (name == "speedscope") return Format::speedscope;
-    if (name == "chrometrace") return Format::chrometrace;
-    return std::nullopt;
-}
-
-Format format_for_path(std::string_view path) noexcept {
-    for (std::string_view ext : {".txt", ".folded", ".collapsed"})
-        if (ends_with_nocase(path, ext)) return Format::folded;
-    for (std::string_view ext : {".pb", ".pb.gz", ".pprof"})
-        if (ends_with_nocase(path, ext)) return Format::pprof;
-    if (ends_with_nocase(path, ".trace.json")) return Format::chrometrace;
-    if (ends_with_nocase(path, ".json")) return Format::speedscope;
-    return Format::flamegraph;
-}
-
-bool needs_timeline(Format format) noexcept {
-    return format == Format::speedscope || format == Format::chrometrace;
-}
-
 std::unique_ptr<ProfileWriter> make_writer(Format format) {
-    switch (format) {
-    case Format::flamegraph:
-        return make_flamegraph_writer();
-    case Format::folded:
-        return make_folded_writer();
-    case Format::pprof:
-        return make_pprof_writer();
-    case Format::speedscope:
-        return make_speedscope_writer();
-    case Format::chrometrace:
-        return make_chrometrace_writer();
-    }
-    return nullptr;
+    return format_info(format).make_writer();
 }
 
 std::string short_filename(std::string_view path) {

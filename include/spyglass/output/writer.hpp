@@ -13,21 +13,9 @@
 
 #include "spyglass/error.hpp"
 #include "spyglass/model/profile.hpp"
+#include "spyglass/output/formats.hpp"
 
 namespace spyglass::output {
-
-enum class Format { flamegraph, folded, pprof, speedscope, chrometrace };
-
-const char* format_name(Format format) noexcept;
-// "flamegraph" (or "svg"), "folded" (or "raw", "collapsed"), "pprof", "speedscope",
-// "chrometrace".
-std::optional<Format> parse_format(std::string_view name) noexcept;
-// From the output file's extension (any case): .svg/.html flame graph,
-// .txt/.folded/.collapsed folded, .pb/.pb.gz/.pprof pprof, .trace.json Chrome trace, .json
-// speedscope; anything else: flame graph.
-Format format_for_path(std::string_view path) noexcept;
-// Whether the format needs the time-ordered sample list (Profile::timeline).
-bool needs_timeline(Format format) noexcept;
 
 class ProfileWriter {
   public:
