@@ -76,6 +76,25 @@ class CheckLayersTest(unittest.TestCase):
         self.assertIn("src/delivery/planted.cpp:2: the delivery layer may not include "
                       "cli/options.hpp", result.stderr)
 
+    def test_capture_and_resolve_meet_only_in_the_handoff(self):
+        # The sampling thread's room may not reach into the resolver's, nor the other way;
+        # both may use the hand-off between them.
+        self.plant("src/capture/planted.cpp", '#include "spyglass/handoff/capture_queue.hpp"\n'
+                                              '#include "spyglass/resolve/resolver.hpp"\n')
+        self.plant("include/spyglass/resolve/planted.hpp",
+                   '#pragma once\n#include "spyglass/handoff/native_feedback.hpp"\n'
+                   '#include "spyglass/capture/process_sampler.hpp"\n')
+        self.plant("src/handoff/planted.cpp", '#include "spyglass/capture/stack_capture.hpp"\n')
+        result = check_layers(self.tree)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("src/capture/planted.cpp:2: the capture layer may not include "
+                      "resolve/resolver.hpp", result.stderr)
+        self.assertIn("include/spyglass/resolve/planted.hpp:3: the resolve layer may not "
+                      "include capture/process_sampler.hpp", result.stderr)
+        self.assertIn("src/handoff/planted.cpp:1: the handoff layer may not include "
+                      "capture/stack_capture.hpp", result.stderr)
+        self.assertEqual(len(result.stderr.strip().splitlines()), 3, result.stderr)
+
     def test_a_folder_that_is_no_known_layer_fails(self):
         self.plant("src/newroom/planted.cpp", "int planted;\n")
         result = check_layers(self.tree)
