@@ -349,18 +349,6 @@ void parse_schedstat(const char* at, const char* end, std::uint64_t& run_ns,
 
 } // namespace
 
-std::expected<TaskStatReader::RunMark, Errc> TaskStatReader::read_run_mark() noexcept {
-    if (out_of_descriptors_ && !reopen()) return std::unexpected(Errc::io);
-    if (schedstat_fd_ < 0) return std::unexpected(Errc::process_gone);
-    char buffer[128];
-    ssize_t n = ::pread(schedstat_fd_, buffer, sizeof buffer - 1, 0);
-    if (n <= 0) return std::unexpected(Errc::process_gone);
-    RunMark mark;
-    std::uint64_t delay_ns = 0;
-    parse_schedstat(buffer, buffer + n, mark.run_ns, delay_ns, mark.slices);
-    return mark;
-}
-
 std::expected<TaskStatReader::Reading, Errc> TaskStatReader::read_schedstat() noexcept {
     if (out_of_descriptors_ && !reopen()) return std::unexpected(Errc::io);
     if (schedstat_fd_ < 0) return std::unexpected(Errc::process_gone);
@@ -370,6 +358,12 @@ std::expected<TaskStatReader::Reading, Errc> TaskStatReader::read_schedstat() no
     Reading reading;
     parse_schedstat(buffer, buffer + n, reading.run_ns, reading.delay_ns, reading.slices);
     return reading;
+}
+
+std::expected<TaskStatReader::RunMark, Errc> TaskStatReader::read_run_mark() noexcept {
+    auto reading = read_schedstat();
+    if (!reading) return std::unexpected(reading.error());
+    return RunMark{reading->run_ns, reading->slices};
 }
 
 namespace {

@@ -15,10 +15,12 @@ namespace spyglass::sampling {
 
 namespace {
 
-constexpr std::uint64_t kMillisecond = 1'000'000;
-constexpr std::uint64_t kScanIntervalNs = 200 * kMillisecond;
-constexpr std::uint64_t kYoungNs = 500 * kMillisecond;
+constexpr std::uint64_t kScanIntervalNs = 200'000'000;
+constexpr std::uint64_t kYoungNs = 500'000'000;
 constexpr std::uint64_t kFastPendingNs = 2'000'000'000ull;
+// How often a process not (yet) Python is looked at again: while an interpreter is awaited
+// (the first seconds, or after an exec), and otherwise.
+constexpr std::uint64_t kPendingSoonNs = 2'000'000, kPendingLaterNs = 100'000'000;
 
 bool alive(pid_t pid) {
     auto stat = process::read_stat(pid);
@@ -256,7 +258,7 @@ void TargetSet::retry_pending(std::uint64_t now, std::uint64_t elapsed) {
     // Waiting for an interpreter to start (a launched command, an exec): look often for two
     // seconds, then less often.
     bool soon = samplers_.empty() && now < fast_pending_until_;
-    next_pending_ = now + (soon ? 2 * kMillisecond : 100 * kMillisecond);
+    next_pending_ = now + (soon ? kPendingSoonNs : kPendingLaterNs);
     if (samplers_.empty() && watched_ && !waiting_note_printed_ && elapsed > kFastPendingNs) {
         spdlog::warn("waiting for a Python interpreter in process {}", *watched_);
         waiting_note_printed_ = true;
