@@ -207,7 +207,8 @@ void ProcessSampler::sample_thread(const python::ThreadRecord& record, ThreadSta
                               .want_last_cpu = options_.native,
                               .want_state_letter = want_wait && !thread.wait_known,
                               .tracer = &tracer_,
-                              .serviced = &tracer_serviced_};
+                              .serviced = &tracer_serviced_,
+                              .now_ns = now_ns};
     auto observed = thread.schedule.observe(thread.stat, record.tid, query);
     if (!observed) {
         if (observed.error() == Errc::io) short_of_descriptors(thread, stats);
@@ -216,6 +217,7 @@ void ProcessSampler::sample_thread(const python::ThreadRecord& record, ThreadSta
     const ThreadSchedule::Pass& pass = *observed;
     stats.unread += pass.idle_by_events;
     stats.state_from_events += pass.runnable_by_events;
+    stats.running_by_events += pass.running_by_events;
     const std::uint64_t weight_ns = weight(thread, now_ns);
     const bool gil = record.holds_gil == 1;
     if ((options_.filter.mode == model::SampleMode::cpu && !pass.on_cpu) ||

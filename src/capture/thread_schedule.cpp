@@ -18,6 +18,16 @@ ThreadSchedule::read_stat(process::TaskStatReader& stat, const ScheduleQuery& qu
     return reading;
 }
 
+std::optional<process::TaskStatReader::RunMark> ThreadSchedule::run_on(const ScheduleQuery& query,
+                                                                       pid_t tid) const {
+    if (query.sched == nullptr || query.want_last_cpu || !have_run_ || !on_cpu_ || starved_ ||
+        !since_ || pass_ns_ == 0 || query.now_ns <= pass_ns_)
+        return std::nullopt;
+    if (query.sched->on_cpu_since(tid) != since_) return std::nullopt;
+    // Estimated: the next schedstat read's difference corrects what this one got wrong.
+    return process::TaskStatReader::RunMark{run_.run_ns + (query.now_ns - pass_ns_), run_.slices};
+}
+
 std::expected<ThreadSchedule::Pass, Errc>
 ThreadSchedule::observe(process::TaskStatReader& stat, pid_t tid, const ScheduleQuery& query) {
     process::SchedWatch* sched = query.sched;
@@ -36,11 +46,20 @@ ThreadSchedule::observe(process::TaskStatReader& stat, pid_t tid, const Schedule
         state = sched->runnable(tid) ? 'R' : 'S';
     }
     const bool known_idle = pass.idle_by_events;
+    // Still on the CPU it was on at the previous pass, never switched out: no read at all.
+    if (!known_idle) {
+        if (auto mark = run_on(query, tid)) {
+            state = 'R';
+            run = *mark;
+            delay_ns = delay_ns_;
+            pass.running_by_events = true;
+        }
+    }
     // On a CPU, or preempted and waiting for one, by the same events: /proc's 'R' without
     // stat's 52 formatted fields; schedstat still gives the run time and the delay. (Not when
     // the CPU it last ran on is wanted: that is stat's.)
     bool delay_read = false;
-    if (!known_idle && sched != nullptr && !query.want_last_cpu && have_run_ &&
+    if (state == 0 && !known_idle && sched != nullptr && !query.want_last_cpu && have_run_ &&
         sched->runnable(tid)) {
         auto reading = stat.read_schedstat();
         if (!reading) return std::unexpected(reading.error());
@@ -88,6 +107,8 @@ ThreadSchedule::observe(process::TaskStatReader& stat, pid_t tid, const Schedule
     }
     run_ = run;
     have_run_ = true;
+    pass_ns_ = query.now_ns;
+    since_ = sched != nullptr ? sched->on_cpu_since(tid) : std::nullopt;
     on_cpu_ = pass.on_cpu;
     cpu_ = last_cpu;
     starved_ = pass.starved;

@@ -208,4 +208,11 @@ bool SchedWatch::runnable(pid_t tid) const noexcept {
     return it != threads_.end() && (it->second.running || it->second.preempted);
 }
 
+std::optional<std::uint64_t> SchedWatch::on_cpu_since(pid_t tid) const noexcept {
+    auto it = threads_.find(tid);
+    if (it == threads_.end() || !it->second.running || it->second.switch_ins == 0)
+        return std::nullopt;
+    return it->second.switched_in_ns;
+}
+
 } // namespace spyglass::process

@@ -312,8 +312,10 @@ void Session::say_stats(const SessionResult& result) const {
                                                        1e3 / static_cast<double>(stats.samples);
     spdlog::info("{} thread samples: {} with the stack of the thread's previous sample, {} of "
                  "threads the scheduler's events showed idle (no read at all), {} of threads "
-                 "they showed runnable (no stat read), {} dropped",
-                 stats.samples, stats.reused, stats.unread, stats.state_from_events, stats.dropped);
+                 "they showed runnable (no stat read), {} of threads they showed on one CPU since "
+                 "the previous pass (no read at all), {} dropped",
+                 stats.samples, stats.reused, stats.unread, stats.state_from_events,
+                 stats.running_by_events, stats.dropped);
     spdlog::info("sampling thread: {:.1f} ms of CPU ({:.2f} us per thread sample); resolver "
                  "thread: {:.1f} ms; {} code objects read, {} stacks resolved from cache",
                  static_cast<double>(result.sampling_cpu_ns) / 1e6, per_sample,

@@ -52,6 +52,7 @@ struct PassStats {
     std::uint64_t skipped = 0;           // threads not sampled (--mode cpu off-CPU, --gil)
     std::uint64_t unread = 0;            // threads known idle from scheduler events: no /proc read
     std::uint64_t state_from_events = 0; // runnable by those events: schedstat, not stat, read
+    std::uint64_t running_by_events = 0; // on one CPU since the previous pass: nothing read
     std::uint64_t dropped = 0;           // captures the queue had no room for
     std::uint64_t wait_reads = 0;        // off-CPU threads whose syscall file was read
     std::uint64_t wait_reused = 0; // off-CPU threads still in the call of their previous sample

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <expected>
+#include <optional>
 
 #include <sys/types.h>
 
@@ -27,6 +28,7 @@ struct ScheduleQuery {
     // signal waiting to be passed on: passed on (once a pass: `serviced`), then read again.
     process::ThreadTracer* tracer = nullptr;
     bool* serviced = nullptr;
+    std::uint64_t now_ns = 0; // this pass's time (CLOCK_MONOTONIC); 0: not given
 };
 
 class ThreadSchedule {
@@ -39,6 +41,7 @@ class ThreadSchedule {
         bool starved = false;            // runnable, and waited for a CPU more than it ran
         bool idle_by_events = false;     // the events said it had not run: nothing read
         bool runnable_by_events = false; // the events said 'R': schedstat alone read
+        bool running_by_events = false;  // on one CPU since its previous pass: nothing read
         std::uint64_t cpu_ns = 0;        // CPU time since its previous sample
     };
     // Fails as the reader does: process_gone (it exited), io (out of descriptors).
@@ -51,6 +54,10 @@ class ThreadSchedule {
     [[nodiscard]] int last_cpu() const noexcept { return cpu_; } // -1: not read this pass
 
   private:
+    // The run mark of a thread that the events show on a CPU without a break since the previous
+    // pass: that pass's mark plus the time between the two.
+    std::optional<process::TaskStatReader::RunMark> run_on(const ScheduleQuery& query,
+                                                           pid_t tid) const;
     // The reading of a thread whose state the events did not give.
     std::expected<process::TaskStatReader::Reading, Errc> read_stat(process::TaskStatReader& stat,
                                                                     const ScheduleQuery& query);
@@ -59,9 +66,11 @@ class ThreadSchedule {
     std::uint64_t delay_ns_ = 0;             // time runnable, at the last read of it
     bool have_run_ = false;
     bool have_delay_ = false;
-    bool on_cpu_ = false;  // at the previous pass
-    int cpu_ = -1;         // the CPU it last ran on, when its stat was read then
-    bool starved_ = false; // at the previous pass: runnable, not running
+    bool on_cpu_ = false;                // at the previous pass
+    int cpu_ = -1;                       // the CPU it last ran on, when its stat was read then
+    bool starved_ = false;               // at the previous pass: runnable, not running
+    std::uint64_t pass_ns_ = 0;          // the previous pass's time (0: not given)
+    std::optional<std::uint64_t> since_; // on a CPU since then, at the previous pass (events)
 };
 
 } // namespace spyglass::sampling

@@ -56,6 +56,9 @@ class SchedWatch {
     }
     // Whether the thread was left runnable (preempted) at its last switch out: /proc's 'R'.
     [[nodiscard]] bool runnable(pid_t tid) const noexcept;
+    // When the thread was last switched in, if the records polled so far have it on a CPU: two
+    // polls that give the same time saw one stretch on a CPU, never switched out in between.
+    [[nodiscard]] std::optional<std::uint64_t> on_cpu_since(pid_t tid) const noexcept;
 
     // A thread's switches so far, the records not yet polled included (read, not consumed):
     // whether it is on a CPU now, and how often it was switched in. Unknown (never seen): nullopt.
