@@ -100,7 +100,7 @@ class CaptureQueue {
     // Sleeps until the ring fills up, kIdleWakeNs pass or the queue is closed; false once
     // closed and empty.
     bool wait();
-    static constexpr std::uint64_t kIdleWakeNs = 20'000'000;
+    static constexpr std::uint64_t kIdleWakeNs = 100'000'000;
 
   private:
     std::vector<ThreadCapture> slots_;
