@@ -186,6 +186,7 @@ process::ReadStatus PythonProcess::read_threads(std::vector<ThreadRecord>& out,
         }
         ++slow_reads_;
     }
+    walker_->prefetch_done(false);
     auto status = read_threads_slowly(out);
     if (status)
         remember(out);
@@ -261,6 +262,7 @@ process::ReadStatus PythonProcess::read_threads_slowly(std::vector<ThreadRecord>
 
 process::ReadStatus PythonProcess::reread_thread(ThreadRecord& record) {
     const LayoutOffsets& o = target_.layout.off;
+    walker_->prefetch_done(false); // chunks read before the state read now
     std::uint8_t* buffer = tstate_buffer_.data();
     if (auto status = memory_->read(record.tstate, buffer, tstate_read_size_); !status)
         return status;
@@ -331,6 +333,7 @@ bool PythonProcess::read_threads_fast(std::vector<ThreadRecord>& out,
         interp_bytes.push_back(add(*span_at, interp_span));
         gil_bytes.push_back(gils[i].length ? add(gils[i].at, gils[i].length) : nullptr);
     }
+    read_tstates_.clear();
     for (std::size_t i = 0; i < c.tstates.size(); ++i) {
         if (refresh != nullptr && i < c.records.size() && c.records[i].tid != 0 &&
             !refresh->stale(c.records[i].tid)) {
@@ -339,12 +342,23 @@ bool PythonProcess::read_threads_fast(std::vector<ThreadRecord>& out,
             continue;
         }
         tstate_bytes.push_back(add(c.tstates[i], tstate_read_size_));
+        read_tstates_.push_back(c.tstates[i]);
         auto cframe_at = cframes && c.cframes[i] != 0
                              ? process::field_address(c.cframes[i], o.cframe_current_frame, 8)
                              : std::nullopt;
         cframe_bytes.push_back(cframe_at ? add(*cframe_at, 8) : nullptr);
     }
-    if (!memory_->read_many(batch_)) return false;
+    const std::size_t own_reads = batch_.size();
+    walker_->add_prefetch(read_tstates_, batch_);
+    if (!memory_->read_many(batch_)) {
+        // A prefetched chunk that is gone (its thread exited) must not cost the thread list.
+        walker_->prefetch_done(false);
+        if (batch_.size() == own_reads) return false;
+        batch_.resize(own_reads);
+        if (!memory_->read_many(batch_)) return false;
+    } else {
+        walker_->prefetch_done(true);
+    }
 
     // The shape must be exactly the remembered one.
     if (StructView(head, 8).field<std::uint64_t>(0) != c.interps.front()) return false;

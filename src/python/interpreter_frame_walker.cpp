@@ -5,6 +5,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "chunk_prefetch.hpp"
 #include "walker_internal.hpp"
 
 #include "spyglass/process/checked.hpp"
@@ -57,13 +58,16 @@ class InterpreterFrameWalker final : public StackWalker {
         std::vector<Address>& outside = outside_frames(thread.tstate);
         speculated_.assign(outside.begin(), outside.end());
         Address outer_cframe = 0;
-        if (auto fresh = copy_current_chunk(
-                thread, out.head_slot,
-                via_cframe && o.cframe_previous != kAbsent
-                    ? field_address(thread.cframe, o.cframe_previous, 8).value_or(0)
-                    : 0,
-                outer_cframe))
+        if (!via_cframe && take_prefetched(thread)) {
+            // Read with the thread state, after it: thread.frame is the head as read with it.
+        } else if (auto fresh = copy_current_chunk(
+                       thread, out.head_slot,
+                       via_cframe && o.cframe_previous != kAbsent
+                           ? field_address(thread.cframe, o.cframe_previous, 8).value_or(0)
+                           : 0,
+                       outer_cframe)) {
             out.head = *fresh;
+        }
         Address frame = out.head;
         outside_frames_ -= outside.size();
         outside.clear(); // refilled with the frames this walk meets outside the chunks
@@ -189,6 +193,15 @@ class InterpreterFrameWalker final : public StackWalker {
         }
     }
 
+    void add_prefetch(std::span<const Address> tstates,
+                      std::vector<process::ReadOp>& ops) override {
+        prefetch_.add(
+            tstates, ops, frame_read_size_,
+            [&](Address tstate) -> const std::vector<Address>& { return outside_frames(tstate); });
+    }
+
+    void prefetch_done(bool read) override { prefetch_.done(read); }
+
     bool verify(const RawStack& stack, const VerifyBatch& batch) const override {
         const LayoutOffsets& o = layout_.off;
         if (link_region_.size() != stack.link_count) return false;
@@ -285,6 +298,13 @@ class InterpreterFrameWalker final : public StackWalker {
             length = top - chunk;
             if (!memory_.read(chunk, buffer_.data(), length)) return std::nullopt;
         }
+        adopt_current_chunk(thread, chunk, length);
+        if (!have_head) return std::nullopt;
+        return head;
+    }
+
+    // The current chunk as copied into buffer_ (from 0): the first of the walk's chunks.
+    void adopt_current_chunk(const ThreadRecord& thread, Address chunk, std::size_t length) {
         chunks_.push_back({chunk, length, 0});
         StructView chunk_header(buffer_.data(), length);
         next_older_ = chunk_header.field_or_zero<std::uint64_t>(layout_.off.chunk_previous);
@@ -295,8 +315,28 @@ class InterpreterFrameWalker final : public StackWalker {
             current_chunk_size_ = length;
         if (chunk_sizes_.size() > kMaxRememberedThreads) chunk_sizes_.clear();
         chunk_sizes_[chunk] = current_chunk_size_;
-        if (!have_head) return std::nullopt;
-        return head;
+        // 3.11/3.12 re-read the head through the cframe with the chunk: not prefetched.
+        if (thread.cframe == 0) prefetch_.walked(thread.tstate, chunk, length);
+    }
+
+    // The current chunk and the outside frames as read with the thread state, if they cover
+    // what the state now says is in use.
+    bool take_prefetched(const ThreadRecord& thread) {
+        const Address chunk = thread.datastack_chunk;
+        const Address top = thread.datastack_top;
+        current_chunk_ = current_chunk_size_ = 0;
+        speculated_read_ = false;
+        if (chunk == 0 || top < chunk || top - chunk < layout_.off.chunk_data ||
+            top - chunk > kMaxChunkBytes)
+            return false;
+        ChunkPrefetch::Slot* slot = prefetch_.take(thread.tstate, chunk, top - chunk);
+        if (slot == nullptr) return false;
+        std::swap(buffer_, slot->chunk_bytes);
+        speculated_.swap(slot->outside);
+        std::swap(speculated_bytes_, slot->outside_bytes);
+        speculated_read_ = true;
+        adopt_current_chunk(thread, chunk, slot->length);
+        return true;
     }
 
     // Older chunks hold the outer frames of a deep stack; copy the one holding `frame`.
@@ -362,6 +402,7 @@ class InterpreterFrameWalker final : public StackWalker {
     mutable std::vector<int> chunk_region_;
     mutable std::vector<std::pair<Address, Address>> chunk_span_; // walked part of each chunk
     VisitedSet visited_;
+    ChunkPrefetch prefetch_;
     std::vector<Chunk> chunks_;
     std::vector<std::uint8_t> buffer_;
     std::size_t buffer_used_ = 0;

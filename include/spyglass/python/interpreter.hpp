@@ -141,6 +141,7 @@ class PythonProcess {
     std::shared_ptr<process::RemoteMemory> memory_;
     TargetInfo target_;
     std::unique_ptr<StackWalker> walker_;
+    std::vector<Address> read_tstates_; // the thread states the batch of read_threads_fast reads
     std::size_t tstate_read_size_ = 0;
     std::vector<std::uint8_t> tstate_buffer_;
     std::vector<Address> interps_;

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "spyglass/process/memory.hpp"
@@ -114,6 +115,14 @@ class StackWalker {
     virtual void add_verification(const RawStack& stack, VerifyBatch& batch) const = 0;
     // After those regions were read: does every link still say what the walk saw?
     [[nodiscard]] virtual bool verify(const RawStack& stack, const VerifyBatch& batch) const = 0;
+    // Reads to add to the batch that reads the thread list: the current chunk of each thread
+    // walked since the previous batch, where it was then, so that the thread's next walk needs
+    // no read of its own when the chunk has not moved. Only for threads whose state that batch
+    // reads (`tstates`), after those reads: the chunk is copied after its frame pointer was read.
+    virtual void add_prefetch(std::span<const Address> /*tstates*/,
+                              std::vector<process::ReadOp>& /*ops*/) {}
+    // Whether that batch was read; any other read of a thread's state drops what it holds.
+    virtual void prefetch_done(bool /*read*/) {}
 };
 
 // The walker for the target's frame model.
