@@ -5,6 +5,7 @@ is the sampler's, the same whatever the interpreter: checked on the oldest layou
 issue measured (3.8) and a _PyInterpreterFrame one (3.12)."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import pprof_decode  # noqa: E402
 from test_record import function_of, parse_folded  # noqa: E402
 
 RATE = 100
@@ -82,6 +84,43 @@ class Weights(harness.InterpreterCase):
 
 
 harness.interpreter_tests(Weights, globals(), labels=["2.7", "3.8", "3.12"])
+
+
+def thread_run_ns(pid):
+    """The kernel's CPU time of the main thread (schedstat's first field), and when it was read."""
+    with open("/proc/%d/task/%d/schedstat" % (pid, pid)) as f:
+        return int(f.read().split()[0]), time.monotonic()
+
+
+class CpuTime(harness.InterpreterCase):
+    """A thread that never leaves its CPU is mostly not read at all (the scheduler's events say
+    it ran on; its CPU time is the interval): its CPU share in the profile must still be the
+    kernel's, over the same stretch."""
+
+    def test_cpu_time_of_an_always_running_thread_is_the_kernels(self):
+        output = os.path.join(tempfile.gettempdir(), "spyglass-cputime-%s.pb.gz" % self.label)
+        with harness.Target(self.python, "deep_stack.py") as target:
+            run0, at0 = thread_run_ns(target.pid)
+            result = harness.spyglass("-v", "record", "--pid", target.pid, "--rate", 1000,
+                                      "--duration", 2, "-f", "pprof", "-o", output)
+            run1, at1 = thread_run_ns(target.pid)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        profile = pprof_decode.decode_file(output)
+        cpu = sum(pprof_decode.totals(profile, "cpu").values())
+        wall = sum(pprof_decode.totals(profile, "wall").values())
+        self.assertGreater(wall, 1.5e9, result.stderr)
+        kernel_share = (run1 - run0) / ((at1 - at0) * 1e9)
+        # The kernel's window holds spyglass's start and end too; the thread's share is steady.
+        self.assertAlmostEqual(cpu / wall, kernel_share, delta=0.15,
+                               msg="profile %.3f, kernel %.3f\n%s" % (cpu / wall, kernel_share,
+                                                                    result.stderr))
+        if "scheduler's events" in result.stderr:
+            running = re.search(r"([\d,]+) of threads they showed on one CPU since", result.stderr)
+            self.assertIsNotNone(running, result.stderr)
+            self.assertGreater(int(running.group(1).replace(",", "")), 0, result.stderr)
+
+
+harness.interpreter_tests(CpuTime, globals(), labels=["3.13", "debian-sid-3.15"])
 
 if __name__ == "__main__":
     unittest.main()
