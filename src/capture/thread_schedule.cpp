@@ -37,9 +37,10 @@ ThreadSchedule::observe(process::TaskStatReader& stat, pid_t tid, const Schedule
     char state = 0;
     // A thread that was off the CPU and has not run since is still off it: the scheduler's
     // events say so without a read, else its run time alone does, without its stat. (One that
-    // was running at its previous sample ran on after it: not idle, whatever the events say
-    // now.)
-    if (sched != nullptr && query.reuse_idle && have_run_ && (!on_cpu_ || starved_) &&
+    // was on a CPU at the previous poll may have run on after it: not idle, whatever the events
+    // say now. Not "starved" instead: that is a share of the interval, and a thread that waited
+    // for a CPU most of it may hold one at the poll, then run and go to sleep elsewhere.)
+    if (sched != nullptr && query.reuse_idle && have_run_ && !running_at_poll_ &&
         sched->seen(tid) == process::SchedWatch::Seen::idle) {
         pass.idle_by_events = true;
         run = run_;
@@ -109,6 +110,7 @@ ThreadSchedule::observe(process::TaskStatReader& stat, pid_t tid, const Schedule
     have_run_ = true;
     pass_ns_ = query.now_ns;
     since_ = sched != nullptr ? sched->on_cpu_since(tid) : std::nullopt;
+    running_at_poll_ = sched != nullptr ? since_.has_value() : on_cpu_;
     on_cpu_ = pass.on_cpu;
     cpu_ = last_cpu;
     starved_ = pass.starved;

@@ -122,5 +122,41 @@ class CpuTime(harness.InterpreterCase):
 
 harness.interpreter_tests(CpuTime, globals(), labels=["3.13", "debian-sid-3.15"])
 
+HOGS = 3
+
+
+class Contention(harness.InterpreterCase):
+    """A thread that waits for a CPU most of an interval may still hold one when the scheduler's
+    events are polled, then run on and fall asleep elsewhere: it must be walked again, not
+    shown asleep in the function it last burned in. ground_truth.py's burn() never sleeps, so
+    a sample of burn() waiting in clock_nanosleep is a stale stack (before the fix, up to a
+    quarter of all samples beside CPU hogs)."""
+
+    def test_a_thread_starved_then_asleep_is_not_shown_where_it_burned(self):
+        output = os.path.join(tempfile.gettempdir(), "spyglass-contention-%s.txt" % self.label)
+        hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                for _ in range(HOGS)]
+        try:
+            with harness.Target(self.python, "ground_truth.py", 0.1, 0.3) as target:
+                result = harness.spyglass("record", "--pid", target.pid, "--rate", 1000,
+                                          "--duration", 4, "--mode", "wall", "-o", output)
+        finally:
+            for hog in hogs:
+                hog.kill()
+                hog.wait()
+        self.assertEqual(result.returncode, 0, result.stderr)
+        stacks = parse_folded(output)
+        total = sum(c for _, c in stacks)
+        stale = sum(c for frames, c in stacks
+                    if any(function_of(f) == "burn" for f in frames) and
+                    frames[-1] == "[wait clock_nanosleep]")
+        burning = sum(c for frames, c in stacks if any(function_of(f) == "burn" for f in frames))
+        self.assertGreater(burning, 0.1 * total, stacks)
+        # A sample taken as the thread falls asleep may pair the two: a handful, not hundreds.
+        self.assertLess(stale, 0.01 * total, stacks)
+
+
+harness.interpreter_tests(Contention, globals(), labels=["3.12", "debian-sid-3.15"])
+
 if __name__ == "__main__":
     unittest.main()

@@ -71,6 +71,9 @@ class ThreadSchedule {
     bool starved_ = false;               // at the previous pass: runnable, not running
     std::uint64_t pass_ns_ = 0;          // the previous pass's time (0: not given)
     std::optional<std::uint64_t> since_; // on a CPU since then, at the previous pass (events)
+    // At the previous pass's poll the thread held a CPU (the events' view; without them, its
+    // state letter's): it may have run on after that poll.
+    bool running_at_poll_ = true;
 };
 
 } // namespace spyglass::sampling
