@@ -111,14 +111,22 @@ void SchedWatch::handle(const unsigned char* bytes, std::size_t size) {
     if (!tgids_.contains(static_cast<pid_t>(record.pid))) return;
     ++records_;
     Thread& thread = threads_[static_cast<pid_t>(record.tid)];
+    // The rings are read one CPU after another, not in time order: a thread that moved between
+    // CPUs has its records in several. Only the latest says where it is now.
+    const bool latest = record.time >= thread.latest_ns;
+    if (latest) thread.latest_ns = record.time;
     if (header.misc & PERF_RECORD_MISC_SWITCH_OUT) {
-        thread.running = false;
-        thread.preempted = (header.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) != 0;
+        if (latest) {
+            thread.running = false;
+            thread.preempted = (header.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) != 0;
+        }
     } else {
-        thread.running = true;
         thread.switched_in = poll_;
         ++thread.switch_ins;
-        thread.switched_in_ns = record.time;
+        if (latest) {
+            thread.running = true;
+            thread.switched_in_ns = record.time;
+        }
     }
 }
 

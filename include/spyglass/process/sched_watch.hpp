@@ -85,6 +85,7 @@ class SchedWatch {
         bool preempted = false;
         std::uint64_t switch_ins = 0;
         std::uint64_t switched_in_ns = 0;
+        std::uint64_t latest_ns = 0; // the time of its latest record so far
     };
     SchedWatch() = default;
     void handle(const unsigned char* record, std::size_t size);
