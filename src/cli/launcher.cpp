@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "spyglass/model/labels.hpp"
 #include "spyglass/process/procfs.hpp"
 #include "spyglass/process/target_check.hpp"
 #include "spyglass/signals.hpp"
@@ -54,6 +55,11 @@ Result<Started> start_session(const SamplingOptions& options, model::FrameTable&
     session_options.sampler.native = options.native || options.native_all;
     session_options.stacks.native_all = options.native_all;
     session_options.table_limit = options.table_limit;
+    for (const std::string& text : options.labels) {
+        auto label = model::parse_label("--label", text);
+        if (!label) return std::unexpected(label.error());
+        session_options.labels.push_back(std::move(*label));
+    }
     session_options.command = options.pid != 0 ? process::cmdline(options.pid) : options.command;
 
     Started started;

@@ -161,6 +161,14 @@ int run_report(const ReportOptions& options) {
     selection.pids = options.pids;
     selection.cpu_only = options.mode == "cpu";
     selection.gil_only = options.gil;
+    for (const std::string& text : options.where) {
+        auto label = model::parse_label("--where", text);
+        if (!label) {
+            print_error(label.error().message);
+            return 2;
+        }
+        selection.labels.push_back(std::move(*label));
+    }
 
     std::vector<std::vector<std::string>> names;
     if (!selection.threads.empty()) {

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "spyglass/input/profile_input.hpp"
+#include "spyglass/model/labels.hpp"
 
 namespace spyglass::cli {
 
@@ -310,6 +311,16 @@ void check_time(CLI::Option* option) {
         [name](std::string& text) -> std::string {
             auto at = parse_time_ns(name, text, 0);
             return at ? std::string() : at.error().message;
+        },
+        ""));
+}
+
+void check_label(CLI::Option* option) {
+    std::string name = option->get_name();
+    option->check(CLI::Validator(
+        [name](std::string& text) -> std::string {
+            auto label = model::parse_label(name, text);
+            return label ? std::string() : label.error().message;
         },
         ""));
 }

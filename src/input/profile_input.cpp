@@ -293,7 +293,8 @@ SelectedProfile::SelectedProfile(RawReader& reader, model::Selection selection,
     select_ = std::make_unique<model::SelectingSink>(
         std::move(selection), std::move(names),
         projector_ ? static_cast<model::SampleSink&>(*projector_)
-                   : static_cast<model::SampleSink&>(*aggregator_));
+                   : static_cast<model::SampleSink&>(*aggregator_),
+        &reader.frames());
 }
 
 SelectedProfile::~SelectedProfile() = default;

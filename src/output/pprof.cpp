@@ -1,5 +1,6 @@
 // pprof: a gzipped perftools.profiles.Profile protobuf, as `go tool pprof` and every pprof UI
-// read. On/off-CPU, GIL, thread and pid are sample labels, not frames (docs/output-formats.md).
+// read. On/off-CPU, GIL, thread and pid are sample labels, not frames (docs/output-formats.md),
+// and so is every label of the sample's label set.
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -235,6 +236,13 @@ class PprofWriter final : public ProfileWriter {
                               strings.id(text.view(wait.syscall)));
                 if (wait.target.value != 0)
                     add_label(entry, strings.id("wait_target"), strings.id(text.view(wait.target)));
+            }
+            if (sample.key.labels.value < profile.frames->label_sets().size()) {
+                const model::StringTable& text = profile.frames->strings();
+                for (const model::Label& label :
+                     profile.frames->label_sets().get(sample.key.labels))
+                    add_label(entry, strings.id(text.view(label.key)),
+                              strings.id(text.view(label.value)));
             }
         }
         std::string bytes;

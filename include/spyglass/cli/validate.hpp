@@ -72,6 +72,8 @@ void check_rate(CLI::Option* option);
 void check_delay(CLI::Option* option);
 void check_span(CLI::Option* option);
 void check_time(CLI::Option* option);
+// record's --label and report's --where: NAME=VALUE (model::parse_label).
+void check_label(CLI::Option* option);
 
 // A parse error as one line, "spyglass: error: ..." on stderr; returns the exit status (2).
 int report_parse_error(const CLI::App& app, const CLI::ParseError& error);
