@@ -1,0 +1,89 @@
+"""Per-sample labels end to end: `record --label` puts its labels on every pprof sample and in the
+raw recording, `report --where` keeps the samples that have them (all of them, repeated), and a
+malformed --label or --where is a one-line error with exit status 2."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+import pprof_decode  # noqa: E402
+
+RATE = 200
+
+
+def labels_workdir():
+    directory = os.path.join(os.environ.get("TMPDIR", "/tmp"), "spyglass-tests", "labels")
+    os.makedirs(directory, exist_ok=True)
+    for entry in os.listdir(directory):
+        os.unlink(os.path.join(directory, entry))
+    return directory
+
+
+def sample_count(path):
+    return sum(s["values"][0] for s in pprof_decode.decode_file(path)["samples"])
+
+
+class LabelTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.python = harness.any_interpreter()
+
+    def run_ok(self, *args):
+        result = harness.spyglass(*args)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return result
+
+    def test_record_labels_every_sample_and_report_selects_by_them(self):
+        d = labels_workdir()
+        pprof = os.path.join(d, "labelled.pb.gz")
+        raw = os.path.join(d, "labelled.sgr")
+        with harness.Target(self.python, "record_target.py") as target:
+            self.run_ok("record", "--rate", RATE, "--pid", target.pid, "-d", 1, "-f", "pprof",
+                        "-o", pprof, "--raw", raw, "--label", "env=prod", "--label", "tier=web")
+        samples = pprof_decode.decode_file(pprof)["samples"]
+        self.assertTrue(samples)
+        for sample in samples:
+            self.assertEqual(sample["labels"].get("env"), "prod", sample)
+            self.assertEqual(sample["labels"].get("tier"), "web", sample)
+        total = sum(s["values"][0] for s in samples)
+
+        prod = os.path.join(d, "prod.pb.gz")
+        self.run_ok("report", raw, "-o", prod, "--where", "env=prod")
+        self.assertEqual(sample_count(prod), total)
+        both = os.path.join(d, "both.pb.gz")
+        self.run_ok("report", raw, "-o", both, "--where", "env=prod", "--where", "tier=web")
+        self.assertEqual(sample_count(both), total)
+        for where in (["--where", "env=dev"], ["--where", "env=prod", "--where", "tier=db"]):
+            none = os.path.join(d, "none.pb.gz")
+            result = self.run_ok("report", raw, "-o", none, *where)
+            self.assertEqual(sample_count(none), 0, where)
+            self.assertIn("report: 0 samples of", result.stderr)
+
+    def test_a_recording_without_labels_has_none(self):
+        d = labels_workdir()
+        pprof = os.path.join(d, "plain.pb.gz")
+        with harness.Target(self.python, "record_target.py") as target:
+            self.run_ok("record", "--rate", RATE, "--pid", target.pid, "-d", 0.5, "-f", "pprof",
+                        "-o", pprof)
+        for sample in pprof_decode.decode_file(pprof)["samples"]:
+            self.assertNotIn("env", sample["labels"])
+
+    def test_malformed_labels_are_one_line_errors(self):
+        d = labels_workdir()
+        out = os.path.join(d, "never.pb.gz")
+        for args in (["record", "--label", "env", "-o", out, "--", self.python, "-c", "pass"],
+                     ["record", "--label", "bad key=1", "-o", out, "--", self.python, "-c",
+                      "pass"],
+                     ["record", "--label", "env=", "-o", out, "--", self.python, "-c", "pass"],
+                     ["report", os.path.join(d, "missing.sgr"), "--where", "=prod"]):
+            result = harness.spyglass(*args)
+            self.assertEqual(result.returncode, 2, (args, result.stderr))
+            lines = result.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, result.stderr)
+            self.assertIn("spyglass: error: --", lines[0])
+            self.assertFalse(os.path.exists(out))
+
+
+if __name__ == "__main__":
+    unittest.main()
