@@ -58,6 +58,13 @@ Result<Started> start_session(const SamplingOptions& options, model::FrameTable&
     for (const std::string& text : options.labels) {
         auto label = model::parse_label("--label", text);
         if (!label) return std::unexpected(label.error());
+        // pprof's own sample labels (docs/output-formats.md): a second one would shadow them.
+        for (std::string_view own :
+             {"state", "gil", "thread", "thread_id", "pid", "wait", "wait_syscall", "wait_target"})
+            if (label->key == own)
+                return fail(Errc::invalid_argument,
+                            "--label {}: {} is a label spyglass gives every sample itself", text,
+                            own);
         session_options.labels.push_back(std::move(*label));
     }
     session_options.command = options.pid != 0 ? process::cmdline(options.pid) : options.command;

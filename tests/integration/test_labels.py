@@ -76,6 +76,8 @@ class LabelTests(unittest.TestCase):
                      ["record", "--label", "bad key=1", "-o", out, "--", self.python, "-c",
                       "pass"],
                      ["record", "--label", "env=", "-o", out, "--", self.python, "-c", "pass"],
+                     ["record", "--label", "state=busy", "-o", out, "--", self.python, "-c",
+                      "pass"],
                      ["report", os.path.join(d, "missing.sgr"), "--where", "=prod"]):
             result = harness.spyglass(*args)
             self.assertEqual(result.returncode, 2, (args, result.stderr))
