@@ -51,6 +51,16 @@ void add_num_label(pb::Sample* sample, std::int64_t key, std::int64_t num) {
     label->set_num(num);
 }
 
+// Each label of the set, its key made on first use (a profile without labels has the strings
+// it had).
+void add_label_set(pb::Sample* sample, const model::FrameTable& frames, model::LabelSetId id,
+                   Strings& strings) {
+    if (id.value >= frames.label_sets().size()) return;
+    const model::StringTable& text = frames.strings();
+    for (const model::Label& label : frames.label_sets().get(id))
+        add_label(sample, strings.id(text.view(label.key)), strings.id(text.view(label.value)));
+}
+
 // Functions by (name, file, first line), locations by (function, line).
 class Locations {
   public:
@@ -237,13 +247,7 @@ class PprofWriter final : public ProfileWriter {
                 if (wait.target.value != 0)
                     add_label(entry, strings.id("wait_target"), strings.id(text.view(wait.target)));
             }
-            if (sample.key.labels.value < profile.frames->label_sets().size()) {
-                const model::StringTable& text = profile.frames->strings();
-                for (const model::Label& label :
-                     profile.frames->label_sets().get(sample.key.labels))
-                    add_label(entry, strings.id(text.view(label.key)),
-                              strings.id(text.view(label.value)));
-            }
+            add_label_set(entry, *profile.frames, sample.key.labels, strings);
         }
         std::string bytes;
         if (!pprof.SerializeToString(&bytes))

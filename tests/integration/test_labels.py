@@ -1,5 +1,5 @@
-"""Per-sample labels end to end: `record --label` puts its labels on every pprof sample and in the
-raw recording, `report --where` keeps the samples that have them (all of them, repeated), and a
+"""Per-sample labels end to end: `record --label` puts its labels on every pprof sample (every
+window's too) and in the raw recording, `report --where` keeps the samples that have them (all of them, repeated), and a
 malformed --label or --where is a one-line error with exit status 2."""
 import os
 import sys
@@ -59,6 +59,19 @@ class LabelTests(unittest.TestCase):
             result = self.run_ok("report", raw, "-o", none, *where)
             self.assertEqual(sample_count(none), 0, where)
             self.assertIn("report: 0 samples of", result.stderr)
+
+    def test_every_window_carries_the_labels(self):
+        d = labels_workdir()
+        pattern = os.path.join(d, "w-%H%M%S.pb.gz")
+        with harness.Target(self.python, "record_target.py") as target:
+            self.run_ok("record", "--rate", RATE, "--pid", target.pid, "-d", 2.5, "--window", 1,
+                        "-o", pattern, "--label", "env=prod")
+        windows = sorted(name for name in os.listdir(d) if name.startswith("w-"))
+        self.assertGreaterEqual(len(windows), 2, windows)
+        for name in windows:
+            samples = pprof_decode.decode_file(os.path.join(d, name))["samples"]
+            for sample in samples:
+                self.assertEqual(sample["labels"].get("env"), "prod", (name, sample))
 
     def test_a_recording_without_labels_has_none(self):
         d = labels_workdir()
