@@ -224,6 +224,10 @@ void add_diff_command(CLI::App& app, DiffOptions& diff) {
     cmd->add_option("--mode", diff.mode, "wall: all samples (default); cpu: only on-CPU ones")
         ->type_name("MODE")
         ->check(CLI::IsMember({"wall", "cpu"}));
+    check_label(cmd->add_option("--where", diff.where,
+                                "Compare only the samples with the label NAME=VALUE, in both "
+                                "(raw or pprof; repeatable: all of them)")
+                    ->type_name("NAME=VALUE"));
     cmd->add_flag("--full-filenames", diff.full_filenames,
                   "Show full source paths instead of shortened ones");
 }

@@ -1,6 +1,7 @@
 """Per-sample labels end to end: `record --label` puts its labels on every pprof sample (every
-window's too) and in the raw recording, `report --where` keeps the samples that have them (all of them, repeated), and a
-malformed --label or --where is a one-line error with exit status 2."""
+window's too) and in the raw recording, `report --where` and `diff --where` keep the samples
+that have them (all of them, repeated), and a malformed --label or --where is a one-line error
+with exit status 2."""
 import os
 import sys
 import unittest
@@ -60,6 +61,19 @@ class LabelTests(unittest.TestCase):
             self.assertEqual(sample_count(none), 0, where)
             self.assertIn("report: 0 samples of", result.stderr)
 
+        # diff --where selects in both inputs alike, raw or pprof.
+        result = self.run_ok("diff", raw, pprof, "--where", "env=prod", "--where", "tier=web")
+        self.assertIn("%", result.stdout)
+        for base, new in ((raw, pprof), (pprof, raw)):
+            result = harness.spyglass("diff", base, new, "--where", "env=dev")
+            self.assertEqual(result.returncode, 1, result.stderr)
+            self.assertIn("has no samples with env=dev: nothing to compare", result.stderr)
+        folded = os.path.join(d, "labelled.txt")
+        self.run_ok("report", raw, "-o", folded)
+        result = harness.spyglass("diff", folded, raw, "--where", "env=prod")
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("folded stacks, which keep no labels", result.stderr)
+
     def test_every_window_carries_the_labels(self):
         d = labels_workdir()
         pattern = os.path.join(d, "w-%H%M%S.pb.gz")
@@ -91,7 +105,8 @@ class LabelTests(unittest.TestCase):
                      ["record", "--label", "env=", "-o", out, "--", self.python, "-c", "pass"],
                      ["record", "--label", "state=busy", "-o", out, "--", self.python, "-c",
                       "pass"],
-                     ["report", os.path.join(d, "missing.sgr"), "--where", "=prod"]):
+                     ["report", os.path.join(d, "missing.sgr"), "--where", "=prod"],
+                     ["diff", out, out, "--where", "env"]):
             result = harness.spyglass(*args)
             self.assertEqual(result.returncode, 2, (args, result.stderr))
             lines = result.stderr.strip().splitlines()

@@ -102,6 +102,7 @@ struct DiffOptions {
     std::size_t top = 0;
     std::string mode = "wall";
     bool full_filenames = false;
+    std::vector<std::string> where; // --where NAME=VALUE: in both, samples with these labels
 };
 
 int run_diff(const DiffOptions& options);
