@@ -3,6 +3,7 @@ window's too) and in the raw recording, `report --where` and `diff --where` keep
 that have them (all of them, repeated), and a malformed --label or --where is a one-line error
 with exit status 2."""
 import os
+import re
 import sys
 import unittest
 
@@ -74,18 +75,33 @@ class LabelTests(unittest.TestCase):
         self.assertEqual(result.returncode, 1, result.stderr)
         self.assertIn("folded stacks, which keep no labels", result.stderr)
 
-    def test_every_window_carries_the_labels(self):
+    def test_every_window_carries_the_labels_across_table_resets(self):
         d = labels_workdir()
         pattern = os.path.join(d, "w-%H%M%S.pb.gz")
-        with harness.Target(self.python, "record_target.py") as target:
-            self.run_ok("record", "--rate", RATE, "--pid", target.pid, "-d", 2.5, "--window", 1,
-                        "-o", pattern, "--label", "env=prod")
+        raw = os.path.join(d, "bounded.sgr")
+        # Tables bounded hard and code that never repeats: they are emptied many times, and the
+        # label set is interned anew after each.
+        env = dict(os.environ, SPYGLASS_TABLE_LIMIT="64")
+        with harness.Target(self.python, "new_code.py", 2) as target:
+            result = harness.spyglass("-v", "record", "--rate", RATE, "--pid", target.pid, "-d",
+                                      2.5, "--window", 1, "-o", pattern, "--raw", raw, "--label",
+                                      "env=prod", env=env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        resets = re.search(r"tables were emptied (\d+) times", result.stderr)
+        self.assertTrue(resets and int(resets.group(1)) > 1, result.stderr)
         windows = sorted(name for name in os.listdir(d) if name.startswith("w-"))
         self.assertGreaterEqual(len(windows), 2, windows)
+        total = 0
         for name in windows:
-            samples = pprof_decode.decode_file(os.path.join(d, name))["samples"]
-            for sample in samples:
+            for sample in pprof_decode.decode_file(os.path.join(d, name))["samples"]:
                 self.assertEqual(sample["labels"].get("env"), "prod", (name, sample))
+                total += sample["values"][0]
+        prod = os.path.join(d, "prod.pb.gz")
+        self.run_ok("report", raw, "-o", prod, "--where", "env=prod")
+        everything = os.path.join(d, "all.pb.gz")
+        self.run_ok("report", raw, "-o", everything)
+        self.assertEqual(sample_count(prod), sample_count(everything))
+        self.assertEqual(sample_count(prod), total)
 
     def test_a_recording_without_labels_has_none(self):
         d = labels_workdir()
