@@ -6,7 +6,6 @@
 #include "spyglass/cli/validate.hpp"
 #include "spyglass/delivery/atomic_file.hpp"
 #include "spyglass/input/profile_input.hpp"
-#include "spyglass/model/labels.hpp"
 #include "spyglass/output/diff_flamegraph.hpp"
 #include "spyglass/output/writer.hpp"
 
@@ -21,21 +20,17 @@ int run_diff(const DiffOptions& options) {
         print_error(limit.error().message);
         return 2;
     }
-    std::vector<model::LabelText> where;
-    for (const std::string& text : options.where) {
-        auto label = model::parse_label("--where", text);
-        if (!label) {
-            print_error(label.error().message);
-            return 2;
-        }
-        where.push_back(std::move(*label));
+    auto where = parse_labels("--where", options.where);
+    if (!where) {
+        print_error(where.error().message);
+        return 2;
     }
-    auto base = output::load_profile(options.base, cpu, display, *limit, where);
+    auto base = output::load_profile(options.base, cpu, display, *limit, *where);
     if (!base) {
         print_error(base.error().message);
         return 1;
     }
-    auto current = output::load_profile(options.current, cpu, display, *limit, where);
+    auto current = output::load_profile(options.current, cpu, display, *limit, *where);
     if (!current) {
         print_error(current.error().message);
         return 1;
@@ -55,7 +50,7 @@ int run_diff(const DiffOptions& options) {
     if (diff.base_weight == 0 || diff.new_weight == 0) {
         print_error(fmt::format("{} has no samples{}{}{}: nothing to compare",
                                 diff.base_weight == 0 ? options.base : options.current,
-                                cpu ? " on a CPU" : "", where.empty() ? "" : " with ",
+                                cpu ? " on a CPU" : "", where->empty() ? "" : " with ",
                                 fmt::join(options.where, " and ")));
         return 1;
     }

@@ -14,7 +14,6 @@
 #include <fmt/format.h>
 
 #include "spyglass/input/profile_input.hpp"
-#include "spyglass/model/labels.hpp"
 
 namespace spyglass::cli {
 
@@ -313,6 +312,17 @@ void check_time(CLI::Option* option) {
             return at ? std::string() : at.error().message;
         },
         ""));
+}
+
+Result<std::vector<model::LabelText>> parse_labels(std::string_view flag,
+                                                   const std::vector<std::string>& texts) {
+    std::vector<model::LabelText> out;
+    for (const std::string& text : texts) {
+        auto label = model::parse_label(flag, text);
+        if (!label) return std::unexpected(label.error());
+        out.push_back(std::move(*label));
+    }
+    return out;
 }
 
 void check_label(CLI::Option* option) {

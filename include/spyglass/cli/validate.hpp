@@ -10,10 +10,12 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <sys/types.h>
 
 #include "spyglass/error.hpp"
+#include "spyglass/model/labels.hpp"
 
 namespace CLI {
 class App;
@@ -58,6 +60,10 @@ Result<std::uint64_t> parse_span_ns(std::string_view text);
 // as nanoseconds since `start_unix_ns`, the start of the recording (0 for a time before it).
 Result<std::uint64_t> parse_time_ns(std::string_view option, std::string_view text,
                                     std::uint64_t start_unix_ns);
+
+// Each NAME=VALUE of a repeated option (`flag`: --label, --where), checked (model::parse_label).
+Result<std::vector<model::LabelText>> parse_labels(std::string_view flag,
+                                                   const std::vector<std::string>& texts);
 
 // The most bytes one input of report or diff may hold in memory whole: SPYGLASS_MAX_INPUT_MB
 // (a whole number of MiB) if set, else output::kDefaultMaxInputBytes.
