@@ -4,12 +4,15 @@ that have them (all of them, repeated), and a malformed --label or --where is a 
 with exit status 2."""
 import os
 import re
+import socket
 import sys
 import unittest
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import pprof_decode  # noqa: E402
+import test_push  # noqa: E402  (its local ingest server)
 
 RATE = 200
 
@@ -102,6 +105,23 @@ class LabelTests(unittest.TestCase):
         self.run_ok("report", raw, "-o", everything)
         self.assertEqual(sample_count(prod), sample_count(everything))
         self.assertEqual(sample_count(prod), total)
+
+    def test_labels_are_push_tags_too(self):
+        server = test_push.Server(200)
+        try:
+            with harness.Target(self.python, "record_target.py") as target:
+                result = harness.spyglass("record", "--pid", target.pid, "--rate", 100, "-d", 2,
+                                          "--window", 1, "--push", server.url, "--app",
+                                          "testapp", "--tag", "env=test", "--label", "tier=web")
+                pid = target.pid
+        finally:
+            server.close()
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertTrue(server.requests, result.stderr)
+        for path, _, _ in server.requests:
+            query = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(path).query))
+            self.assertEqual(query["name"], "testapp{env=test,tier=web,hostname=%s,pid=%d}" % (
+                socket.gethostname(), pid))
 
     def test_a_recording_without_labels_has_none(self):
         d = labels_workdir()
