@@ -191,6 +191,10 @@ void add_report_command(CLI::App& app, ReportOptions& report) {
         ->type_name("MODE")
         ->check(CLI::IsMember({"wall", "cpu"}));
     cmd->add_flag("-g,--gil", report.gil, "Only samples of the thread holding the GIL");
+    check_label(cmd->add_option("--where", report.where,
+                                "Only samples with the label NAME=VALUE (record --label; "
+                                "repeatable: all of them)")
+                    ->type_name("NAME=VALUE"));
     cmd->add_flag("-F,--function", report.function,
                   "Aggregate by function (its first line), not by the line being run");
     cmd->add_flag("--nolineno", report.nolineno, "No line numbers");
@@ -220,6 +224,10 @@ void add_diff_command(CLI::App& app, DiffOptions& diff) {
     cmd->add_option("--mode", diff.mode, "wall: all samples (default); cpu: only on-CPU ones")
         ->type_name("MODE")
         ->check(CLI::IsMember({"wall", "cpu"}));
+    check_label(cmd->add_option("--where", diff.where,
+                                "Compare only the samples with the label NAME=VALUE, in both "
+                                "(raw or pprof; repeatable: all of them)")
+                    ->type_name("NAME=VALUE"));
     cmd->add_flag("--full-filenames", diff.full_filenames,
                   "Show full source paths instead of shortened ones");
 }
@@ -305,6 +313,12 @@ std::unique_ptr<CLI::App> make_app(CommandLine& parsed) {
                          "Show full source paths instead of shortened ones");
     record_cmd->add_flag("--hideprogress", record.hide_progress,
                          "No progress line while recording");
+    check_label(record_cmd
+                    ->add_option("--label", record.sampling.labels,
+                                 "A label NAME=VALUE on every sample (env=prod, "
+                                 "service=checkout): pprof sample labels, kept in --raw for "
+                                 "report --where; with --push, also a tag (repeatable)")
+                    ->type_name("NAME=VALUE"));
     add_continuous_options(record_cmd, record);
 
     TopOptions& top = parsed.top;

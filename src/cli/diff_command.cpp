@@ -20,12 +20,17 @@ int run_diff(const DiffOptions& options) {
         print_error(limit.error().message);
         return 2;
     }
-    auto base = output::load_profile(options.base, cpu, display, *limit);
+    auto where = parse_labels("--where", options.where);
+    if (!where) {
+        print_error(where.error().message);
+        return 2;
+    }
+    auto base = output::load_profile(options.base, cpu, display, *limit, *where);
     if (!base) {
         print_error(base.error().message);
         return 1;
     }
-    auto current = output::load_profile(options.current, cpu, display, *limit);
+    auto current = output::load_profile(options.current, cpu, display, *limit, *where);
     if (!current) {
         print_error(current.error().message);
         return 1;
@@ -43,9 +48,10 @@ int run_diff(const DiffOptions& options) {
     const model::Profile& after = (*current)->profile;
     output::ProfileDiff diff = output::diff_profiles(before, after);
     if (diff.base_weight == 0 || diff.new_weight == 0) {
-        print_error(fmt::format("{} has no samples{}: nothing to compare",
+        print_error(fmt::format("{} has no samples{}{}{}: nothing to compare",
                                 diff.base_weight == 0 ? options.base : options.current,
-                                cpu ? " on a CPU" : ""));
+                                cpu ? " on a CPU" : "", where->empty() ? "" : " with ",
+                                fmt::join(options.where, " and ")));
         return 1;
     }
     if (!options.output.empty()) {

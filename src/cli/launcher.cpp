@@ -5,11 +5,31 @@
 
 #include <spdlog/spdlog.h>
 
+#include "spyglass/cli/validate.hpp"
 #include "spyglass/process/procfs.hpp"
 #include "spyglass/process/target_check.hpp"
 #include "spyglass/signals.hpp"
 
 namespace spyglass::cli {
+
+namespace {
+
+// --label: checked, and none named as pprof's own sample labels (docs/output-formats.md),
+// which it would shadow.
+Result<std::vector<model::LabelText>> static_labels(const std::vector<std::string>& texts) {
+    auto labels = parse_labels("--label", texts);
+    if (!labels) return labels;
+    for (const model::LabelText& label : *labels)
+        for (std::string_view own :
+             {"state", "gil", "thread", "thread_id", "pid", "wait", "wait_syscall", "wait_target"})
+            if (label.key == own)
+                return fail(Errc::invalid_argument,
+                            "--label {}={}: {} is a label spyglass gives every sample itself",
+                            label.key, label.value, own);
+    return labels;
+}
+
+} // namespace
 
 Result<Started> start_session(const SamplingOptions& options, model::FrameTable& frames,
                               model::StackTable& stacks, bool) {
@@ -54,6 +74,9 @@ Result<Started> start_session(const SamplingOptions& options, model::FrameTable&
     session_options.sampler.native = options.native || options.native_all;
     session_options.stacks.native_all = options.native_all;
     session_options.table_limit = options.table_limit;
+    auto labels = static_labels(options.labels);
+    if (!labels) return std::unexpected(labels.error());
+    session_options.labels = std::move(*labels);
     session_options.command = options.pid != 0 ? process::cmdline(options.pid) : options.command;
 
     Started started;

@@ -58,6 +58,10 @@ Result<delivery::RecordDeliveryOptions> delivery_options(const RecordOptions& op
     delivered.push = options.push;
     delivered.app = options.app;
     delivered.tags = options.tags;
+    // What every sample is labelled with is also what the pushed profiles are tagged with.
+    if (!options.push.empty())
+        delivered.tags.insert(delivered.tags.end(), options.sampling.labels.begin(),
+                              options.sampling.labels.end());
     delivered.push_headers = options.push_headers;
     delivered.push_timeout = options.push_timeout;
     delivered.pid = options.sampling.pid;

@@ -161,6 +161,12 @@ int run_report(const ReportOptions& options) {
     selection.pids = options.pids;
     selection.cpu_only = options.mode == "cpu";
     selection.gil_only = options.gil;
+    auto where = parse_labels("--where", options.where);
+    if (!where) {
+        print_error(where.error().message);
+        return 2;
+    }
+    selection.labels = std::move(*where);
 
     std::vector<std::vector<std::string>> names;
     if (!selection.threads.empty()) {

@@ -314,6 +314,27 @@ void check_time(CLI::Option* option) {
         ""));
 }
 
+Result<std::vector<model::LabelText>> parse_labels(std::string_view flag,
+                                                   const std::vector<std::string>& texts) {
+    std::vector<model::LabelText> out;
+    for (const std::string& text : texts) {
+        auto label = model::parse_label(flag, text);
+        if (!label) return std::unexpected(label.error());
+        out.push_back(std::move(*label));
+    }
+    return out;
+}
+
+void check_label(CLI::Option* option) {
+    std::string name = option->get_name();
+    option->check(CLI::Validator(
+        [name](std::string& text) -> std::string {
+            auto label = model::parse_label(name, text);
+            return label ? std::string() : label.error().message;
+        },
+        ""));
+}
+
 int report_parse_error(const CLI::App& app, const CLI::ParseError& error) {
     std::string message = error.what();
     // A validation error comes as "--pid: --pid must be ...": the option is named once.

@@ -73,6 +73,17 @@ Result<std::string> gunzip(const std::string& path, const std::string& bytes,
     return out;
 }
 
+// Whether a pprof sample has every one of the string labels of `where`.
+template <class Text>
+bool has_labels(const pb::Sample& sample, std::span<const model::LabelText> where,
+                const Text& text) {
+    return std::all_of(where.begin(), where.end(), [&](const model::LabelText& wanted) {
+        return std::any_of(sample.label().begin(), sample.label().end(), [&](const pb::Label& l) {
+            return l.str() != 0 && text(l.key()) == wanted.key && text(l.str()) == wanted.value;
+        });
+    });
+}
+
 // Threads by their labels, as the pprof writer puts them.
 struct ThreadKey {
     std::int64_t pid = 0, tid = 0;
@@ -81,7 +92,7 @@ struct ThreadKey {
 };
 
 Result<void> load_pprof(const std::string& path, const std::string& bytes, bool cpu_only,
-                        LoadedProfile& out) {
+                        std::span<const model::LabelText> where, LoadedProfile& out) {
 #if GOOGLE_PROTOBUF_VERSION < 4022000
     // A damaged profile is said in one line of ours: protobuf's own log lines (invalid UTF-8
     // in a string) stay out of it.
@@ -158,6 +169,7 @@ Result<void> load_pprof(const std::string& path, const std::string& bytes, bool 
             if (name == "pid") key.pid = label.num();
         }
         if (cpu_only && !on_cpu) continue;
+        if (!has_labels(sample, where, text)) continue;
         auto value = [&](int index) -> std::int64_t {
             return index >= 0 && index < sample.value_size() ? sample.value(index) : 0;
         };
@@ -203,7 +215,10 @@ Result<void> load_pprof(const std::string& path, const std::string& bytes, bool 
 }
 
 Result<void> load_folded(const std::string& path, const std::string& bytes, bool cpu_only,
-                         LoadedProfile& out) {
+                         std::span<const model::LabelText> where, LoadedProfile& out) {
+    if (!where.empty())
+        return fail(Errc::invalid_argument,
+                    "{} is folded stacks, which keep no labels: --where cannot select in it", path);
     model::RecordingInfo info;
     info.period_ns = 1; // a count is a weight
     model::Aggregator aggregator(out.frames, out.stacks, false);
@@ -262,11 +277,13 @@ Result<void> load_folded(const std::string& path, const std::string& bytes, bool
 
 Result<std::unique_ptr<LoadedProfile>> load_raw(const std::string& path,
                                                 std::unique_ptr<RawReader> reader, bool cpu_only,
-                                                const model::DisplayOptions& display) {
+                                                const model::DisplayOptions& display,
+                                                std::span<const model::LabelText> where) {
     auto out = std::make_unique<LoadedProfile>();
     out->raw = std::move(reader);
     model::Selection selection;
     selection.cpu_only = cpu_only;
+    selection.labels.assign(where.begin(), where.end());
     SelectedProfile selected(*out->raw, std::move(selection), {}, {}, false);
     RawReadStatus status = selected.replay();
     if (!status.complete)
@@ -293,7 +310,8 @@ SelectedProfile::SelectedProfile(RawReader& reader, model::Selection selection,
     select_ = std::make_unique<model::SelectingSink>(
         std::move(selection), std::move(names),
         projector_ ? static_cast<model::SampleSink&>(*projector_)
-                   : static_cast<model::SampleSink&>(*aggregator_));
+                   : static_cast<model::SampleSink&>(*aggregator_),
+        &reader.frames());
 }
 
 SelectedProfile::~SelectedProfile() = default;
@@ -381,7 +399,8 @@ Result<std::string> InputFile::read_all(const std::string& path, std::uint64_t m
 
 Result<std::unique_ptr<LoadedProfile>> load_profile(const std::string& path, bool cpu_only,
                                                     const model::DisplayOptions& display,
-                                                    std::uint64_t max_bytes) {
+                                                    std::uint64_t max_bytes,
+                                                    std::span<const model::LabelText> where) {
     auto input = InputFile::open(path);
     if (!input) return std::unexpected(input.error());
     if (input->regular()) {
@@ -392,22 +411,23 @@ Result<std::unique_ptr<LoadedProfile>> load_profile(const std::string& path, boo
         if (looks_like_raw(head)) {
             auto reader = RawReader::open(path, max_bytes);
             if (!reader) return std::unexpected(reader.error());
-            return load_raw(path, std::move(*reader), cpu_only, display);
+            return load_raw(path, std::move(*reader), cpu_only, display, where);
         }
     }
     auto bytes = input->read_all(path, max_bytes, "a pprof or folded input");
     if (!bytes) return std::unexpected(bytes.error());
-    return load_profile_bytes(path, *bytes, cpu_only, display, max_bytes);
+    return load_profile_bytes(path, *bytes, cpu_only, display, max_bytes, where);
 }
 
 Result<std::unique_ptr<LoadedProfile>> load_profile_bytes(const std::string& name,
                                                           const std::string& bytes, bool cpu_only,
                                                           const model::DisplayOptions& display,
-                                                          std::uint64_t max_bytes) {
+                                                          std::uint64_t max_bytes,
+                                                          std::span<const model::LabelText> where) {
     if (looks_like_raw(bytes)) {
         auto reader = RawReader::from_memory(bytes, name);
         if (!reader) return std::unexpected(reader.error());
-        return load_raw(name, std::move(*reader), cpu_only, display);
+        return load_raw(name, std::move(*reader), cpu_only, display, where);
     }
     auto out = std::make_unique<LoadedProfile>();
     Result<void> loaded;
@@ -415,11 +435,11 @@ Result<std::unique_ptr<LoadedProfile>> load_profile_bytes(const std::string& nam
         static_cast<unsigned char>(bytes[1]) == 0x8b) {
         auto plain = gunzip(name, bytes, max_bytes);
         if (!plain) return std::unexpected(plain.error());
-        loaded = load_pprof(name, *plain, cpu_only, *out);
+        loaded = load_pprof(name, *plain, cpu_only, where, *out);
     } else if (bytes.find('\0') != std::string::npos) {
-        loaded = load_pprof(name, bytes, cpu_only, *out);
+        loaded = load_pprof(name, bytes, cpu_only, where, *out);
     } else {
-        loaded = load_folded(name, bytes, cpu_only, *out);
+        loaded = load_folded(name, bytes, cpu_only, where, *out);
     }
     if (!loaded) return std::unexpected(loaded.error());
     out->profile.display = display;

@@ -36,19 +36,28 @@ bool read_sample(Block& block, std::uint8_t tag) {
     sample.key.stack = d.stack_ids[stack];
     sample.weight_ns = (tag & kSameWeight) ? d.weight_ns : in.varint();
     sample.cpu_ns = (tag & kHasCpu) ? in.varint() : 0;
+    model::LabelSetId& labels = d.last_labels[sample.key.thread];
+    sample.key.labels = labels;
     if (tag & kHasExtra) {
         std::uint8_t extra = in.byte();
-        if ((extra & kStatusMask) > 2 || (extra & ~(kStatusMask | kHasWait))) return false;
+        const std::uint8_t known = kStatusMask | kHasWait | (d.version >= 4 ? kHasLabels : 0);
+        if ((extra & kStatusMask) > 2 || (extra & ~known)) return false;
         sample.status = static_cast<model::StackStatus>(extra & kStatusMask);
         if (extra & kHasWait) {
             std::uint64_t wait = in.varint();
             if (wait >= d.waits.size()) return false;
             sample.key.wait = d.waits[wait];
         }
+        if (extra & kHasLabels) {
+            std::uint64_t label_set = in.varint();
+            if (label_set >= d.label_sets.size()) return false;
+            sample.key.labels = d.label_sets[label_set];
+        }
     }
     if (!in.ok()) return false;
     sample.time_ns = time;
     last = static_cast<std::uint32_t>(stack);
+    labels = sample.key.labels;
     d.thread = thread;
     d.time_ns = time;
     d.weight_ns = sample.weight_ns;
@@ -59,15 +68,17 @@ bool read_sample(Block& block, std::uint8_t tag) {
 // What a block that does not check out must not change: the maps only grow within a block,
 // unless it resets them (Block::before_reset), so their sizes are enough.
 struct BeforeBlock {
-    std::size_t strings, waits, frame_ids, stack_ids;
+    std::size_t strings, waits, frame_ids, stack_ids, label_sets;
     std::vector<std::uint32_t> last_stack;
+    std::vector<model::LabelSetId> last_labels;
     std::uint64_t threads, time_ns, weight_ns;
     std::int64_t thread;
 
     explicit BeforeBlock(const Decoder& d)
         : strings(d.strings.size()), waits(d.waits.size()), frame_ids(d.frame_ids.size()),
-          stack_ids(d.stack_ids.size()), last_stack(d.last_stack), threads(d.threads),
-          time_ns(d.time_ns), weight_ns(d.weight_ns), thread(d.thread) {}
+          stack_ids(d.stack_ids.size()), label_sets(d.label_sets.size()), last_stack(d.last_stack),
+          last_labels(d.last_labels), threads(d.threads), time_ns(d.time_ns),
+          weight_ns(d.weight_ns), thread(d.thread) {}
 };
 
 // Puts the decoder back as it was before the block, and drops the block's events.
@@ -78,12 +89,15 @@ bool give_up(Block& block, const BeforeBlock& before) {
         d.waits = std::move(block.before_reset->waits);
         d.frame_ids = std::move(block.before_reset->frame_ids);
         d.stack_ids = std::move(block.before_reset->stack_ids);
+        d.label_sets = std::move(block.before_reset->label_sets);
     }
     d.strings.resize(before.strings);
     d.waits.resize(before.waits);
     d.frame_ids.resize(before.frame_ids);
     d.stack_ids.resize(before.stack_ids);
+    d.label_sets.resize(before.label_sets);
     d.last_stack = before.last_stack;
+    d.last_labels = before.last_labels;
     d.threads = before.threads;
     d.time_ns = before.time_ns;
     d.weight_ns = before.weight_ns;
@@ -101,7 +115,9 @@ void Decoder::reset_ids() {
     waits.assign(1, model::WaitId{});
     frame_ids.clear();
     stack_ids.assign(1, stacks.intern({}));
+    label_sets.assign(1, model::LabelSetId{});
     std::fill(last_stack.begin(), last_stack.end(), kUnsetStack);
+    std::fill(last_labels.begin(), last_labels.end(), model::LabelSetId{});
 }
 
 RecordDecoder record_decoder(std::uint16_t version) noexcept {
@@ -112,6 +128,8 @@ RecordDecoder record_decoder(std::uint16_t version) noexcept {
         return decode_record_v2;
     case 3:
         return decode_record_v3;
+    case 4:
+        return decode_record_v4;
     default:
         return nullptr;
     }
@@ -211,6 +229,7 @@ bool read_thread(Block& block) {
     event.index = static_cast<std::uint32_t>(index);
     d.threads = std::max(d.threads, index + 1);
     if (d.last_stack.size() < d.threads) d.last_stack.resize(d.threads, kUnsetStack);
+    if (d.last_labels.size() < d.threads) d.last_labels.resize(d.threads);
     block.events.push_back(std::move(event));
     return true;
 }

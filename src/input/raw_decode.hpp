@@ -1,6 +1,6 @@
 // Decoding the record blocks of a raw file (docs/raw-format.md): the state that runs across
 // blocks, the records every format version reads alike, and one record decoder per version
-// (raw_decode_v1.cpp, raw_decode_v2.cpp, raw_decode_v3.cpp), chosen once per file from its
+// (raw_decode_v1.cpp ... raw_decode_v4.cpp), chosen once per file from its
 // header. A new version is a new decoder that reads what changed and hands the rest to the
 // version before it.
 #pragma once
@@ -30,13 +30,16 @@ struct Event {
 struct Decoder {
     model::FrameTable& frames;
     model::StackTable& stacks;
+    std::uint16_t version; // the file's format version
     // File id -> table id, per kind.
     std::vector<model::StringId> strings;
     std::vector<model::WaitId> waits;
     std::vector<model::FrameId> frame_ids;
     std::vector<model::StackId> stack_ids;
-    std::vector<std::uint32_t> last_stack; // per thread: file stack id
-    std::uint64_t threads = 0;             // thread indexes defined: below this
+    std::vector<model::LabelSetId> label_sets;
+    std::vector<std::uint32_t> last_stack;      // per thread: file stack id
+    std::vector<model::LabelSetId> last_labels; // per thread: its samples' label set
+    std::uint64_t threads = 0;                  // thread indexes defined: below this
     std::uint64_t time_ns = 0, weight_ns = 0;
     std::int64_t thread = -1;
     std::vector<model::FrameId> scratch;
@@ -44,8 +47,9 @@ struct Decoder {
     bool finished = false;
     std::vector<model::ProcessInfo> processes; // the block's process records (events refer)
 
-    Decoder(model::FrameTable& frame_table, model::StackTable& stack_table)
-        : frames(frame_table), stacks(stack_table) {
+    Decoder(model::FrameTable& frame_table, model::StackTable& stack_table,
+            std::uint16_t format_version)
+        : frames(frame_table), stacks(stack_table), version(format_version) {
         reset_ids();
     }
     void reset_ids();
@@ -66,6 +70,7 @@ using RecordDecoder = bool (*)(Block& block, std::uint8_t tag);
 bool decode_record_v1(Block& block, std::uint8_t tag);
 bool decode_record_v2(Block& block, std::uint8_t tag);
 bool decode_record_v3(Block& block, std::uint8_t tag);
+bool decode_record_v4(Block& block, std::uint8_t tag);
 
 // The decoder of a format version; nullptr for one this spyglass does not read.
 RecordDecoder record_decoder(std::uint16_t version) noexcept;

@@ -135,7 +135,7 @@ Result<void> RawReader::read_headers(const std::string& name) {
 
 RawReadStatus RawReader::replay(model::SampleSink& sink) {
     RawReadStatus status;
-    raw::Decoder d(frames_, stacks_);
+    raw::Decoder d(frames_, stacks_, header_.format_version);
     const raw::RecordDecoder decode_record = raw::record_decoder(header_.format_version);
     ZSTD_DCtx* zstd = ZSTD_createDCtx();
     std::fseek(file_, static_cast<long>(data_offset_), SEEK_SET);

@@ -64,8 +64,9 @@ Profile Aggregator::profile(const DisplayOptions& display) const {
     // Deterministic order for the writers (and golden files).
     std::sort(profile.samples.begin(), profile.samples.end(),
               [](const AggregatedSample& a, const AggregatedSample& b) {
-                  return std::tie(a.key.thread, a.key.stack, a.key.on_cpu, a.key.gil, a.key.wait) <
-                         std::tie(b.key.thread, b.key.stack, b.key.on_cpu, b.key.gil, b.key.wait);
+                  return std::tie(a.key.thread, a.key.stack, a.key.on_cpu, a.key.gil, a.key.wait,
+                                  a.key.labels) < std::tie(b.key.thread, b.key.stack, b.key.on_cpu,
+                                                           b.key.gil, b.key.wait, b.key.labels);
               });
     profile.timeline = timeline_;
     return profile;

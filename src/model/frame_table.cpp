@@ -70,6 +70,7 @@ void FrameTable::clear() {
     frames_.clear();
     frames_.shrink_to_fit();
     waits_.clear();
+    label_sets_.clear();
     build_ids_.clear();
     build_id_list_.clear();
     strings_.clear();

@@ -27,6 +27,7 @@ void StackProjector::forget() {
     stacks_.clear();
     strings_.clear();
     waits_.clear();
+    label_sets_.clear();
 }
 
 StringId StackProjector::string(StringId id) {
@@ -74,6 +75,17 @@ WaitId StackProjector::wait(WaitId id) {
     wait.syscall = string(wait.syscall);
     wait.target = string(wait.target);
     return waits_[id.value] = to_frames_->waits().intern(wait);
+}
+
+LabelSetId StackProjector::labels(LabelSetId id) {
+    if (id == LabelSetId{}) return LabelSetId{};
+    LabelSetId& cached = slot(label_sets_, id);
+    if (cached != LabelSetId::invalid()) return cached;
+    label_scratch_.clear();
+    for (const Label& label : from_frames_.label_sets().get(id))
+        label_scratch_.push_back({string(label.key), string(label.value)});
+    // (string() grows strings_, not label_sets_: the reference is still good.)
+    return cached = to_frames_->intern_labels(label_scratch_);
 }
 
 ProjectingSink::ProjectingSink(const FrameTable& frames, const StackTable& stacks,

@@ -5,8 +5,21 @@
 namespace spyglass::model {
 
 SelectingSink::SelectingSink(Selection selection, std::vector<std::vector<std::string>> names,
-                             SampleSink& next)
-    : selection_(std::move(selection)), names_(std::move(names)), next_(next) {}
+                             SampleSink& next, const FrameTable* frames)
+    : selection_(std::move(selection)), names_(std::move(names)), next_(next), frames_(frames) {}
+
+bool SelectingSink::labels_selected(LabelSetId id) const {
+    if (selection_.labels.empty()) return true;
+    if (frames_ == nullptr || id.value >= frames_->label_sets().size()) return false;
+    std::span<const Label> labels = frames_->label_sets().get(id);
+    const StringTable& text = frames_->strings();
+    return std::all_of(
+        selection_.labels.begin(), selection_.labels.end(), [&](const LabelText& wanted) {
+            return std::any_of(labels.begin(), labels.end(), [&](const Label& l) {
+                return text.view(l.key) == wanted.key && text.view(l.value) == wanted.value;
+            });
+        });
+}
 
 bool SelectingSink::thread_selected(std::uint32_t index) const {
     if (index >= threads_.size()) return false;
@@ -45,6 +58,7 @@ void SelectingSink::sample(const Sample& sample) {
     if (selection_.to_ns && sample.time_ns >= *selection_.to_ns) return;
     if (selection_.cpu_only && !sample.key.on_cpu) return;
     if (selection_.gil_only && !sample.key.gil) return;
+    if (!labels_selected(sample.key.labels)) return;
     const std::uint32_t thread = sample.key.thread;
     if (thread >= selected_.size() || selected_[thread] == 0) return;
     if (kept_ == 0) first_ns_ = sample.time_ns;

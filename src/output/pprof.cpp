@@ -1,5 +1,6 @@
 // pprof: a gzipped perftools.profiles.Profile protobuf, as `go tool pprof` and every pprof UI
-// read. On/off-CPU, GIL, thread and pid are sample labels, not frames (docs/output-formats.md).
+// read. On/off-CPU, GIL, thread and pid are sample labels, not frames (docs/output-formats.md),
+// and so is every label of the sample's label set.
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -48,6 +49,16 @@ void add_num_label(pb::Sample* sample, std::int64_t key, std::int64_t num) {
     pb::Label* label = sample->add_label();
     label->set_key(key);
     label->set_num(num);
+}
+
+// Each label of the set, its key made on first use (a profile without labels has the strings
+// it had).
+void add_label_set(pb::Sample* sample, const model::FrameTable& frames, model::LabelSetId id,
+                   Strings& strings) {
+    if (id.value >= frames.label_sets().size()) return;
+    const model::StringTable& text = frames.strings();
+    for (const model::Label& label : frames.label_sets().get(id))
+        add_label(sample, strings.id(text.view(label.key)), strings.id(text.view(label.value)));
 }
 
 // Functions by (name, file, first line), locations by (function, line).
@@ -236,6 +247,7 @@ class PprofWriter final : public ProfileWriter {
                 if (wait.target.value != 0)
                     add_label(entry, strings.id("wait_target"), strings.id(text.view(wait.target)));
             }
+            add_label_set(entry, *profile.frames, sample.key.labels, strings);
         }
         std::string bytes;
         if (!pprof.SerializeToString(&bytes))

@@ -1,6 +1,6 @@
-// The raw file's writer: definitions of strings, waits, frames and stacks as they first appear,
-// samples as small delta-coded records, one zstd stream flushed at every block boundary (a
-// block decodes with the ones before it, and compresses like one long stream).
+// The raw file's writer: definitions of strings, label sets, waits, frames and stacks as they
+// first appear, samples as small delta-coded records, one zstd stream flushed at every block
+// boundary (a block decodes with the ones before it, and compresses like one long stream).
 #include <cerrno>
 #include <cstring>
 
@@ -27,13 +27,14 @@ struct RawWriter::Impl {
     std::string records;    // the block being filled
     std::string compressed; // scratch
     // How much of each table the file defines so far (ids below are known to a reader).
-    std::size_t strings = 1, waits = 1, frames = 0, stacks = 1, build_ids = 0;
+    std::size_t strings = 1, waits = 1, frames = 0, stacks = 1, build_ids = 0, label_sets = 1;
     std::uint64_t block_start_ns = 0;
     bool block_started = false;
     // The previous sample, for deltas.
     std::uint64_t time_ns = 0, weight_ns = 0;
     std::int64_t thread = -1;
-    std::vector<std::uint32_t> last_stack; // per thread
+    std::vector<std::uint32_t> last_stack;  // per thread
+    std::vector<std::uint32_t> last_labels; // per thread: its label set until one says otherwise
     ~Impl() { ZSTD_freeCCtx(zstd); }
 };
 
@@ -151,6 +152,17 @@ void RawWriter::define_new_entries() {
         s.records.push_back(static_cast<char>(raw::kString));
         raw::put_string(s.records, strings.view(static_cast<model::StringId>(s.strings)));
     }
+    const model::LabelSetTable& label_sets = frames_.label_sets();
+    for (; header_.format_version >= 4 && s.label_sets < label_sets.size(); ++s.label_sets) {
+        std::span<const model::Label> labels =
+            label_sets.get(static_cast<model::LabelSetId>(s.label_sets));
+        s.records.push_back(static_cast<char>(raw::kLabelSet));
+        raw::put_varint(s.records, labels.size());
+        for (const model::Label& label : labels) {
+            raw::put_varint(s.records, label.key.value);
+            raw::put_varint(s.records, label.value.value);
+        }
+    }
     const model::WaitTable& waits = frames_.waits();
     for (; s.waits < waits.size(); ++s.waits) {
         const model::Wait& wait = waits.get(static_cast<model::WaitId>(s.waits));
@@ -250,6 +262,11 @@ void RawWriter::sample(const model::Sample& sample) {
     if (sample.cpu_ns != 0) flags |= raw::kHasCpu;
     std::uint8_t extra = static_cast<std::uint8_t>(sample.status);
     if (key.wait.value != 0) extra |= raw::kHasWait;
+    // (A writer of an older version, for tests, leaves the labels out.)
+    if (s.last_labels.size() <= key.thread) s.last_labels.resize(key.thread + 1, 0);
+    const bool new_labels =
+        header_.format_version >= 4 && key.labels.value != s.last_labels[key.thread];
+    if (new_labels) extra |= raw::kHasLabels;
     if (extra != 0) flags |= raw::kHasExtra;
     if (sample.time_ns != s.time_ns) flags |= raw::kHasTime;
     s.records.push_back(static_cast<char>(flags));
@@ -263,7 +280,9 @@ void RawWriter::sample(const model::Sample& sample) {
     if (flags & raw::kHasExtra) {
         s.records.push_back(static_cast<char>(extra));
         if (extra & raw::kHasWait) raw::put_varint(s.records, key.wait.value);
+        if (new_labels) raw::put_varint(s.records, key.labels.value);
     }
+    if (new_labels) s.last_labels[key.thread] = key.labels.value;
     s.thread = key.thread;
     s.time_ns = sample.time_ns;
     s.weight_ns = sample.weight_ns;
@@ -291,6 +310,8 @@ void RawWriter::tables_reset() {
     s.frames = 0;
     s.stacks = 1;
     s.build_ids = 0;
+    s.label_sets = 1;
+    std::fill(s.last_labels.begin(), s.last_labels.end(), 0);
     std::fill(s.last_stack.begin(), s.last_stack.end(), kNoStack);
 }
 

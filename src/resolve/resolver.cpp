@@ -45,6 +45,19 @@ Resolver::Resolver(model::FrameTable& frames, model::StackTable& stacks, StackRe
 
 Resolver::~Resolver() = default;
 
+void Resolver::label_every_sample(std::vector<model::LabelText> labels) {
+    static_labels_ = std::move(labels);
+    intern_static_labels();
+}
+
+void Resolver::intern_static_labels() {
+    std::vector<model::Label> labels;
+    for (const model::LabelText& label : static_labels_)
+        labels.push_back(
+            {frames_.strings().intern(label.key), frames_.strings().intern(label.value)});
+    static_label_set_ = frames_.intern_labels(labels);
+}
+
 void Resolver::register_process(std::uint32_t slot, std::shared_ptr<const ProcessContext> context) {
     std::lock_guard lock(registered_mutex_);
     registered_[slot] = std::move(context);
@@ -133,6 +146,7 @@ void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawF
     sample.time_ns = capture.time_ns;
     sample.weight_ns = capture.weight_ns;
     sample.cpu_ns = capture.cpu_ns;
+    sample.key.labels = static_label_set_;
     if (capture.same_stack && thread.have_last) {
         sample.key.stack = thread.last_stack;
         unreadable_samples_ += thread.last_unreadable;
@@ -270,6 +284,7 @@ void Resolver::reset_tables() {
     torn_marker_ = frames_.marker("<unreadable: the stack changed while it was read>");
     deeper_marker_ = frames_.marker("<deeper: more frames than the limit of 4096>");
     loops_marker_ = frames_.marker(kLoopsMarker);
+    intern_static_labels();
     for (auto& [slot, entry] : processes_)
         if (entry.stacks) entry.stacks->tables_reset();
     for (auto& [slot, entry] : processes_)

@@ -168,6 +168,7 @@ void Session::begin(model::SampleSink& sink) {
         std::make_unique<Resolver>(frames_, stacks_, options_.stacks, sink, options_.sampler.waits);
     resolver_->bound_tables(options_.table_limit);
     resolver_->feed_back(native_feedback_.get());
+    resolver_->label_every_sample(options_.labels);
     if (options_.sched_events && std::getenv("SPYGLASS_NO_SCHED_EVENTS") == nullptr)
         sched_ = process::SchedWatch::open();
     if (sched_)

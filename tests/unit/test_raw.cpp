@@ -311,7 +311,7 @@ TEST(RawFormat, ADamagedBlockStopsTheReadingThere) {
 TEST(RawFormat, ANewerVersionIsRefusedNotMisread) {
     auto fixture = make_raw_recording(100, false);
     std::string bytes = fixture.bytes;
-    bytes[8] = 4; // version 4
+    bytes[8] = static_cast<char>(output::kRawFormatVersion + 1); // the version after this one
     // The header's own checksum is right: the version is what is refused.
     std::uint32_t crc =
         static_cast<std::uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), 12));
@@ -319,8 +319,9 @@ TEST(RawFormat, ANewerVersionIsRefusedNotMisread) {
         bytes[12 + static_cast<std::size_t>(i)] = static_cast<char>((crc >> (8 * i)) & 0xff);
     auto reader = output::RawReader::from_memory(bytes);
     ASSERT_FALSE(reader);
-    EXPECT_NE(reader.error().message.find("format version 4, newer than this spyglass reads "
-                                          "(version 3)"),
+    EXPECT_NE(reader.error().message.find(
+                  fmt::format("format version {}, newer than this spyglass reads (version {})",
+                              output::kRawFormatVersion + 1, output::kRawFormatVersion)),
               std::string::npos)
         << reader.error().message;
     auto other = output::RawReader::from_memory("digraph { a -> b }");

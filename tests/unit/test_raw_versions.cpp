@@ -1,11 +1,12 @@
 // Each raw format version's decoder on a small recording built here byte by byte
 // (docs/raw-format.md), not by the writer: version 1's frames without a module, version 2's
-// module and build-id records, version 3's process record; and each version refuses the
-// records of the versions after it.
+// module and build-id records, version 3's process record, version 4's label sets; and each
+// version refuses the records of the versions after it.
 #include <string>
 #include <vector>
 
 #include "raw_fixture.hpp"
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -130,6 +131,72 @@ TEST(RawVersions, Version3ReadsProcessRecords) {
         EXPECT_TRUE(output::RawReader::from_memory(hand_built_recording(version, ""))) << version;
     for (std::uint16_t version : {0, output::kRawFormatVersion + 1})
         EXPECT_FALSE(output::RawReader::from_memory(hand_built_recording(version, ""))) << version;
+}
+
+// Version 4: strings 3 "env", 4 "prod", a label set {env=prod}; samples of thread 0 after
+// one_sample's: `samples`.
+const std::string kLabelStrings = "\x01\x03"
+                                  "env"
+                                  "\x01\x04"
+                                  "prod";
+const std::string kLabelSetRecord = std::string("\x0a\x01\x03\x04", 4);
+const std::string kModuleFrame = std::string("\x03\x01\x02\x14\x02\x00\x00", 7);
+// An on-CPU sample of thread 0 on stack 1, 1000 ns, its extra byte saying label set `set`.
+std::string labelled_sample(char set) {
+    return std::string("\xa1\x01\x01\xe8\x07\x08", 6) + set;
+}
+const std::string kPlainSample = std::string("\x81\x01\x01\xe8\x07", 5); // thread 0 again
+
+// What a hand-built file's samples are labelled with, one line per sample.
+std::vector<std::string> sample_labels_read(std::uint16_t version, const std::string& records,
+                                            output::RawReadStatus& status) {
+    auto reader = output::RawReader::from_memory(hand_built_recording(version, records));
+    if (!reader) return {reader.error().message};
+    struct Labels final : model::SampleSink {
+        const model::FrameTable& frames;
+        std::vector<std::string> lines;
+        explicit Labels(const model::FrameTable& table) : frames(table) {}
+        void thread(std::uint32_t, const model::ThreadInfo&) override {}
+        void sample(const model::Sample& s) override {
+            std::string line;
+            for (const model::Label& label : frames.label_sets().get(s.key.labels))
+                line += fmt::format("{}={};", frames.strings().view(label.key),
+                                    frames.strings().view(label.value));
+            lines.push_back(line);
+        }
+    } labels((*reader)->frames());
+    status = (*reader)->replay(labels);
+    return labels.lines;
+}
+
+TEST(RawVersions, Version4ReadsLabelSets) {
+    const std::string records = one_sample(kLabelStrings + kLabelSetRecord, kModuleFrame) +
+                                labelled_sample('\x01') + kPlainSample + labelled_sample('\x00') +
+                                kPlainSample;
+    output::RawReadStatus status;
+    std::vector<std::string> lines = sample_labels_read(4, records, status);
+    EXPECT_TRUE(status.complete) << status.problem;
+    // A thread's label set holds until one of its samples says otherwise.
+    EXPECT_EQ(lines, (std::vector<std::string>{"", "env=prod;", "env=prod;", "", ""}));
+    // Each of these is damage: a label set id not defined, more labels than a set holds, a
+    // count longer than the record, a string id not defined; and version 4's records and
+    // sample flag in a version 3 file.
+    const std::string base = one_sample(kLabelStrings + kLabelSetRecord, kModuleFrame);
+    for (const std::string& bad :
+         {base + labelled_sample('\x02'), base + labelled_sample('\x7f'),
+          kLabelStrings + std::string("\x0a\x41", 2) + std::string(130, '\x03'),
+          kLabelStrings + std::string("\x0a\x7f\x03\x04", 4),
+          kLabelStrings + std::string("\x0a\x01\x03\x09", 4),
+          kLabelStrings + std::string("\x0a\x01\x03", 3)}) {
+        sample_labels_read(4, bad, status);
+        EXPECT_TRUE(status.damaged) << fmt::format("{:02x}", fmt::join(bad, " "));
+        EXPECT_NE(status.problem.find("does not decode"), std::string::npos) << status.problem;
+    }
+    sample_labels_read(3, kLabelStrings + kLabelSetRecord, status);
+    EXPECT_TRUE(status.damaged);
+    sample_labels_read(3, one_sample(kLabelStrings, kModuleFrame) + labelled_sample('\x00'),
+                       status);
+    EXPECT_TRUE(status.damaged);
 }
 
 } // namespace

@@ -39,11 +39,12 @@ struct SamplingOptions {
     bool function = false;
     bool nolineno = false;
     bool jitter = false;
-    bool native = false;         // --native: native (C/C++) frames merged with the Python ones
-    bool native_all = false;     // --native-all: and the interpreter's own frames
-    std::string waits = "full";  // --waits: full | kind
-    bool no_waits = false;       // --no-waits
-    std::size_t table_limit = 0; // not an option: bounded tables for --window (Resolver)
+    bool native = false;             // --native: native (C/C++) frames merged with the Python ones
+    bool native_all = false;         // --native-all: and the interpreter's own frames
+    std::string waits = "full";      // --waits: full | kind
+    bool no_waits = false;           // --no-waits
+    std::vector<std::string> labels; // --label NAME=VALUE: on every sample
+    std::size_t table_limit = 0;     // not an option: bounded tables for --window (Resolver)
 };
 
 struct RecordOptions {
@@ -90,6 +91,7 @@ struct ReportOptions {
     bool per_thread = false; // -t/--threads
     bool full_filenames = false;
     bool summary = false;
+    std::vector<std::string> where; // --where NAME=VALUE: samples with every one of these labels
 };
 
 int run_report(const ReportOptions& options);
@@ -100,6 +102,7 @@ struct DiffOptions {
     std::size_t top = 0;
     std::string mode = "wall";
     bool full_filenames = false;
+    std::vector<std::string> where; // --where NAME=VALUE: in both, samples with these labels
 };
 
 int run_diff(const DiffOptions& options);

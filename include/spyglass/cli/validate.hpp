@@ -10,10 +10,12 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <sys/types.h>
 
 #include "spyglass/error.hpp"
+#include "spyglass/model/labels.hpp"
 
 namespace CLI {
 class App;
@@ -59,6 +61,10 @@ Result<std::uint64_t> parse_span_ns(std::string_view text);
 Result<std::uint64_t> parse_time_ns(std::string_view option, std::string_view text,
                                     std::uint64_t start_unix_ns);
 
+// Each NAME=VALUE of a repeated option (`flag`: --label, --where), checked (model::parse_label).
+Result<std::vector<model::LabelText>> parse_labels(std::string_view flag,
+                                                   const std::vector<std::string>& texts);
+
 // The most bytes one input of report or diff may hold in memory whole: SPYGLASS_MAX_INPUT_MB
 // (a whole number of MiB) if set, else output::kDefaultMaxInputBytes.
 Result<std::uint64_t> input_limit();
@@ -72,6 +78,8 @@ void check_rate(CLI::Option* option);
 void check_delay(CLI::Option* option);
 void check_span(CLI::Option* option);
 void check_time(CLI::Option* option);
+// record's --label and report's --where: NAME=VALUE (model::parse_label).
+void check_label(CLI::Option* option);
 
 // A parse error as one line, "spyglass: error: ..." on stderr; returns the exit status (2).
 int report_parse_error(const CLI::App& app, const CLI::ParseError& error);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -92,13 +93,17 @@ struct LoadedProfile {
 
 // `cpu_only`: only the samples of threads that were on a CPU (pprof's state label, folded
 // stacks without the [off-cpu] frame). `max_bytes`: what one input may hold in memory.
-Result<std::unique_ptr<LoadedProfile>>
-load_profile(const std::string& path, bool cpu_only, const model::DisplayOptions& display,
-             std::uint64_t max_bytes = kDefaultMaxInputBytes);
+// `where`: only the samples with every one of these labels (raw and pprof; folded stacks have
+// none: an error).
+Result<std::unique_ptr<LoadedProfile>> load_profile(const std::string& path, bool cpu_only,
+                                                    const model::DisplayOptions& display,
+                                                    std::uint64_t max_bytes = kDefaultMaxInputBytes,
+                                                    std::span<const model::LabelText> where = {});
 // The same from the input's bytes (named `name` in messages).
 Result<std::unique_ptr<LoadedProfile>>
 load_profile_bytes(const std::string& name, const std::string& bytes, bool cpu_only,
                    const model::DisplayOptions& display,
-                   std::uint64_t max_bytes = kDefaultMaxInputBytes);
+                   std::uint64_t max_bytes = kDefaultMaxInputBytes,
+                   std::span<const model::LabelText> where = {});
 
 } // namespace spyglass::output

@@ -1,5 +1,5 @@
-// Interned strings, frames and stacks: a sample refers to its stack by a small integer, and each
-// distinct function/file/line exists once however many samples contain it.
+// Interned strings, frames, stacks and label sets: a sample refers to its stack by a small
+// integer, and each distinct function/file/line exists once however many samples contain it.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +26,40 @@ class StringTable {
   private:
     std::deque<std::string> strings_; // stable addresses for the views in index_
     std::unordered_map<std::string_view, StringId> index_;
+};
+
+// One (key, value) pair a sample is labelled with (env=prod, a trace id...), both strings of the
+// frame table.
+struct Label {
+    StringId key{};
+    StringId value{};
+    friend bool operator==(const Label&, const Label&) = default;
+};
+
+// Sets of labels, interned: a sample refers to its set by a small integer. A set holds one value
+// per key, its pairs sorted by the keys' text; id 0 is the empty set (no labels).
+class LabelSetTable {
+  public:
+    LabelSetTable() { entries_.push_back({0, 0}); }
+    // `labels` in any order; of a key given more than once, the last value counts.
+    LabelSetId intern(std::span<const Label> labels, const StringTable& strings);
+    void clear(); // back to the empty set alone
+    [[nodiscard]] std::span<const Label> get(LabelSetId id) const noexcept {
+        const Entry& e = entries_[id.value];
+        return {pool_.data() + e.offset, e.length};
+    }
+    [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
+
+  private:
+    struct Entry {
+        std::uint32_t offset;
+        std::uint32_t length;
+    };
+    static std::uint64_t hash(std::span<const Label> labels) noexcept;
+    std::vector<Label> pool_;
+    std::vector<Entry> entries_;
+    std::unordered_multimap<std::uint64_t, LabelSetId> index_;
+    std::vector<Label> scratch_;
 };
 
 enum class FrameKind : std::uint8_t {
@@ -63,11 +97,18 @@ class FrameTable {
 
     // A marker frame with the given text as its function name.
     FrameId marker(std::string_view text);
-    // Empties the frames, their strings and the waits (ids start again from the first).
+    // Empties the frames, their strings, the waits and the label sets (ids start again from the
+    // first).
     void clear();
     // The waits samples refer to (their names and targets are strings of this table).
     WaitTable& waits() noexcept { return waits_; }
     [[nodiscard]] const WaitTable& waits() const noexcept { return waits_; }
+    // The label sets samples refer to (their keys and values are strings of this table).
+    LabelSetTable& label_sets() noexcept { return label_sets_; }
+    [[nodiscard]] const LabelSetTable& label_sets() const noexcept { return label_sets_; }
+    LabelSetId intern_labels(std::span<const Label> labels) {
+        return label_sets_.intern(labels, strings_);
+    }
     // The build-id (hex) of a native module, by its path's string id; "" when not known.
     void set_build_id(StringId module, std::string_view hex);
     [[nodiscard]] std::string_view build_id(StringId module) const noexcept;
@@ -82,6 +123,7 @@ class FrameTable {
     };
     StringTable strings_;
     WaitTable waits_;
+    LabelSetTable label_sets_;
     std::unordered_map<StringId, StringId> build_ids_; // module path -> build-id
     std::vector<std::pair<StringId, StringId>> build_id_list_;
     std::vector<Frame> frames_;

@@ -1,6 +1,7 @@
-// The small integers samples refer to their strings, frames, stacks and waits by, one type each
-// (after heaptrack's Index<Tag>): a frame id does not pass for a stack id. Each is a bare 32-bit
-// number underneath, copied as such through the queues and written as such in the raw format.
+// The small integers samples refer to their strings, frames, stacks, waits and label sets by, one
+// type each (after heaptrack's Index<Tag>): a frame id does not pass for a stack id. Each is a bare
+// 32-bit number underneath, copied as such through the queues and written as such in the raw
+// format.
 #pragma once
 
 #include <compare>
@@ -32,16 +33,19 @@ struct StringTag;
 struct FrameTag;
 struct StackTag;
 struct WaitTag;
+struct LabelSetTag;
 
 using StringId = Index<StringTag>;
 using FrameId = Index<FrameTag>;
 using StackId = Index<StackTag>;
 using WaitId = Index<WaitTag>;
+using LabelSetId = Index<LabelSetTag>;
 
 static_assert(sizeof(FrameId) == sizeof(std::uint32_t) &&
               alignof(FrameId) == alignof(std::uint32_t));
 static_assert(std::is_trivially_copyable_v<StringId> && std::is_trivially_copyable_v<FrameId> &&
-              std::is_trivially_copyable_v<StackId> && std::is_trivially_copyable_v<WaitId>);
+              std::is_trivially_copyable_v<StackId> && std::is_trivially_copyable_v<WaitId> &&
+              std::is_trivially_copyable_v<LabelSetId>);
 static_assert(std::is_standard_layout_v<FrameId>);
 
 } // namespace spyglass::model

@@ -30,11 +30,13 @@ class StackProjector {
 
     StackId stack(StackId id);
     WaitId wait(WaitId id);
-    // The key with its stack and wait in the target tables.
+    LabelSetId labels(LabelSetId id);
+    // The key with its stack, wait and labels in the target tables.
     SampleKey key(const SampleKey& key) {
         SampleKey out = key;
         out.stack = stack(key.stack);
         out.wait = wait(key.wait);
+        out.labels = labels(key.labels);
         return out;
     }
 
@@ -53,7 +55,9 @@ class StackProjector {
     std::vector<StackId> stacks_;
     std::vector<StringId> strings_;
     std::vector<WaitId> waits_;
+    std::vector<LabelSetId> label_sets_;
     std::vector<FrameId> scratch_;
+    std::vector<Label> label_scratch_;
 };
 
 // A sink that forwards to another with every stack projected into tables of its own.

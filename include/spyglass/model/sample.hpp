@@ -27,6 +27,7 @@ struct SampleKey {
     bool on_cpu = false;      // the kernel had the thread running or runnable
     bool gil = false;         // the thread held the GIL
     WaitId wait{};            // what an off-CPU thread waited for (0: not known)
+    LabelSetId labels{};      // the sample's labels (0: none)
     friend bool operator==(const SampleKey&, const SampleKey&) = default;
 };
 
@@ -35,7 +36,8 @@ struct SampleKeyHash {
         std::uint64_t h = (std::uint64_t{key.thread} << 34) ^
                           (std::uint64_t{key.stack.value} << 2) ^ (key.on_cpu ? 1u : 0u) ^
                           (key.gil ? 2u : 0u) ^
-                          (std::uint64_t{key.wait.value} * 0xff51afd7ed558ccdull);
+                          (std::uint64_t{key.wait.value} * 0xff51afd7ed558ccdull) ^
+                          (std::uint64_t{key.labels.value} * 0xc4ceb9fe1a85ec53ull);
         return static_cast<std::size_t>((h * 0x9E3779B97F4A7C15ull) >> 17);
     }
 };

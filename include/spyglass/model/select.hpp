@@ -1,5 +1,5 @@
 // Which samples of a recording to keep, for `spyglass report`: a time slice, threads (by name
-// or TID), processes, on-CPU only, GIL holders only. A sink in front of another.
+// or TID), processes, on-CPU only, GIL holders only, labels. A sink in front of another.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "spyglass/model/labels.hpp"
 #include "spyglass/model/sample.hpp"
 
 namespace spyglass::model {
@@ -18,9 +19,11 @@ struct Selection {
     std::vector<pid_t> pids;
     bool cpu_only = false;
     bool gil_only = false;
+    std::vector<LabelText> labels; // --where: the sample has every one of them
 
     [[nodiscard]] bool everything() const noexcept {
-        return !from_ns && !to_ns && threads.empty() && pids.empty() && !cpu_only && !gil_only;
+        return !from_ns && !to_ns && threads.empty() && pids.empty() && !cpu_only && !gil_only &&
+               labels.empty();
     }
 };
 
@@ -28,9 +31,10 @@ class SelectingSink final : public SampleSink {
   public:
     // `names`: every name each thread index had over the whole recording (a thread is named
     // by the threading module a moment after it is first seen; a slice by name must hold its
-    // first samples too).
+    // first samples too). `frames`: the table the samples' label sets are in (a selection by
+    // labels keeps nothing without it).
     SelectingSink(Selection selection, std::vector<std::vector<std::string>> names,
-                  SampleSink& next);
+                  SampleSink& next, const FrameTable* frames = nullptr);
 
     void start(const RecordingInfo& info) override { next_.start(info); }
     // Forwarded unless --pid leaves the process out.
@@ -46,10 +50,12 @@ class SelectingSink final : public SampleSink {
 
   private:
     bool thread_selected(std::uint32_t index) const;
+    bool labels_selected(LabelSetId id) const;
 
     Selection selection_;
     std::vector<std::vector<std::string>> names_;
     SampleSink& next_;
+    const FrameTable* frames_;
     std::vector<ThreadInfo> threads_;
     std::vector<char> selected_; // per thread index, once known
     std::vector<pid_t> pids_;    // of the samples kept

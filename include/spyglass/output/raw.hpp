@@ -22,9 +22,9 @@ namespace spyglass::output {
 // The version this spyglass writes and the newest it reads. A file of a newer version is
 // refused, never guessed at.
 // Version 2 added a native frame's module and the modules' build-ids, version 3 the process
-// record (each process's Python version, also in a file cut before its end); versions 1 and 2
-// are read.
-inline constexpr std::uint16_t kRawFormatVersion = 3;
+// record (each process's Python version, also in a file cut before its end), version 4 the
+// samples' label sets; versions 1 to 3 are read.
+inline constexpr std::uint16_t kRawFormatVersion = 4;
 
 // What a raw file says about itself besides the recording's start event.
 struct RawHeader {

@@ -26,9 +26,10 @@ enum Tag : std::uint8_t {
     kThread = 0x05,
     kReset = 0x06,
     kFinish = 0x07,
-    kBuildId = 0x08, // format 2
-    kProcess = 0x09, // format 3
-    kSample = 0x80,  // | flags below
+    kBuildId = 0x08,  // format 2
+    kProcess = 0x09,  // format 3
+    kLabelSet = 0x0a, // format 4
+    kSample = 0x80,   // | flags below
 };
 
 // The low seven bits of a sample's tag.
@@ -41,7 +42,9 @@ enum SampleFlag : std::uint8_t {
     kHasExtra = 0x20,   // an extra byte: status, wait
     kHasTime = 0x40,    // a time delta field (else the previous sample's time)
 };
-enum ExtraFlag : std::uint8_t { kStatusMask = 0x03, kHasWait = 0x04 };
+// kHasLabels (format 4): a label set id follows the wait's: the label set of this sample and of
+// its thread's next ones until another says otherwise (0 at the start and after a reset).
+enum ExtraFlag : std::uint8_t { kStatusMask = 0x03, kHasWait = 0x04, kHasLabels = 0x08 };
 
 inline void put_u16(std::string& out, std::uint16_t v) {
     out.push_back(static_cast<char>(v & 0xff));

@@ -13,6 +13,7 @@
 #include "spyglass/handoff/capture_queue.hpp"
 #include "spyglass/handoff/native_feedback.hpp"
 #include "spyglass/model/frame_table.hpp"
+#include "spyglass/model/labels.hpp"
 #include "spyglass/model/sample.hpp"
 #include "spyglass/python/objects.hpp"
 #include "spyglass/python/target.hpp"
@@ -51,6 +52,8 @@ class Resolver {
     // --native: where to say what each thread's captures unwound to (stacks cut at the end of
     // their copy, unwinds without a stop that ended early), for the samplers. Null: nowhere.
     void feed_back(NativeFeedback* feedback) noexcept { native_feedback_ = feedback; }
+    // record --label: labels every sample carries (validated: model::parse_label).
+    void label_every_sample(std::vector<model::LabelText> labels);
 
     [[nodiscard]] ResolveStats stats() const;
     // Samples whose stack has a frame whose code object could not be read (the same-stack
@@ -95,6 +98,8 @@ class Resolver {
     model::WaitId resolve_wait(const ThreadCapture& capture, ProcessEntry& process,
                                ThreadEntry& thread, model::StackId stack);
     void reset_tables();
+    // The label set of every sample, in the tables as they are now.
+    void intern_static_labels();
 
     model::FrameTable& frames_;
     model::StackTable& stacks_;
@@ -115,6 +120,8 @@ class Resolver {
     std::size_t table_limit_ = 0;
     std::uint64_t table_resets_ = 0;
     NativeFeedback* native_feedback_ = nullptr;
+    std::vector<model::LabelText> static_labels_;
+    model::LabelSetId static_label_set_{};
     std::vector<std::uint32_t> calls_; // scratch for summarize_unwind
 };
 

@@ -34,6 +34,7 @@ struct SessionOptions {
     bool sched_events = true;         // learn which threads ran from perf scheduler events
     std::size_t table_limit = 0;      // Resolver::bound_tables (0: tables grow as they need)
     std::vector<std::string> command; // what is profiled, for the sinks' start event
+    std::vector<model::LabelText> labels; // --label: on every sample
     SamplerOptions sampler;
     StackReadOptions stacks;
 };
