@@ -32,10 +32,16 @@ class SidTarget(object):
         self.pid = int(words[1])
         return self
 
-    def tachyon(self, seconds, rate, mode, out):
-        """Runs Tachyon to completion; returns its CPU seconds."""
+    def tachyon(self, seconds, rate, mode, out, while_running=None):
+        """Runs Tachyon to completion; returns its CPU seconds. `while_running(pid)` is called
+        once it has started."""
         self.process.stdin.write("tachyon %s %s %s %s\n" % (seconds, rate, mode, out))
         self.process.stdin.flush()
+        words = self.process.stdout.readline().split()
+        if len(words) != 2 or words[0] != "started":
+            raise RuntimeError("Tachyon did not start: %s" % words)
+        if while_running is not None:
+            while_running(int(words[1]))
         words = self.process.stdout.readline().split()
         if len(words) != 3 or words[0] != "done" or words[2] != "0":
             raise RuntimeError("Tachyon failed: %s" % words)
@@ -85,6 +91,55 @@ def tachyon_cost(target, seconds):
     return cpu, samples
 
 
+def task_cpu_ns(pid):
+    """CPU time of every thread of `pid` so far, in ns (schedstat: no 10 ms clock-tick grain)."""
+    total = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass  # a thread that ended meanwhile
+    return total
+
+
+def window_cpu(pid, started, begin_s, end_s):
+    """The CPU `pid` used between begin_s and end_s after `started` (time.monotonic())."""
+    time.sleep(max(0.0, started + begin_s - time.monotonic()))
+    first = task_cpu_ns(pid)
+    time.sleep(max(0.0, started + end_s - time.monotonic()))
+    return (task_cpu_ns(pid) - first) / 1e9
+
+
+def steady_costs(target, seconds, begin_s, end_s):
+    """(spyglass, Tachyon) µs of CPU per sample in the window [begin_s, end_s] of a recording of
+    `seconds`, well after either tool started: samples in it = window × each tool's own rate."""
+    costs = []
+    out = out_file(".txt")
+    try:
+        started = time.monotonic()
+        process = subprocess.Popen([common.SPYGLASS, "record", "--pid", str(target.pid), "--rate",
+                                    "1000", "--duration", str(seconds), "-o", out],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   encoding="utf-8")
+        cpu = window_cpu(process.pid, started, begin_s, end_s)
+        _, stderr = process.communicate()
+        match = common.SUMMARY.search(stderr)
+        rate = float(match.group(3))
+        costs.append(cpu / ((end_s - begin_s) * rate) * 1e6)
+        window = {}
+
+        def measure(pid):
+            window["cpu"] = window_cpu(pid, time.monotonic(), begin_s, end_s)
+
+        target.tachyon(seconds, 1000, "wall", out, measure)
+        samples, _ = collapsed_samples(out)
+        costs.append(window["cpu"] / ((end_s - begin_s) * samples / float(seconds)) * 1e6)
+    finally:
+        os.unlink(out)
+    return costs
+
+
 def bench_tachyon(args):
     print("\n## 14. Beside CPython 3.15's own sampler (Tachyon, `python3.15 -m profiling.sampling "
           "attach`), Debian sid's 3.15")
@@ -110,6 +165,25 @@ def bench_tachyon(args):
         theirs_all.append(per[1])
         ratios.append(per[0] / per[1] if per[1] else float("nan"))
         print("| %d | %.1f | %.1f | %.3f |" % (run, per[0], per[1], ratios[-1]))
+    print("| median | %.1f | %.1f | %.3f |" % (statistics.median(ours_all),
+                                              statistics.median(theirs_all),
+                                              statistics.median(ratios)))
+
+    long_s, begin_s, end_s = (5, 1.5, 4) if args.quick else (8, 2, 6)
+    print("\nSteady state: CPU per sample at 1 kHz in the window %g s to %g s after each tool "
+          "was started (a recording of %d s), from the sum of its threads' schedstat run times; "
+          "samples in the window = its length × the tool's own achieved rate. Same target, "
+          "interleaved" % (begin_s, end_s, long_s))
+    print("| run | spyglass µs per sample | Tachyon µs per sample | ratio |")
+    print("|---|---|---|---|")
+    ours_all, theirs_all, ratios = [], [], []
+    for run in range(1, runs + 1):
+        with SidTarget(python, "deep_stack.py") as target:
+            ours, theirs = steady_costs(target, long_s, begin_s, end_s)
+        ours_all.append(ours)
+        theirs_all.append(theirs)
+        ratios.append(ours / theirs if theirs else float("nan"))
+        print("| %d | %.1f | %.1f | %.3f |" % (run, ours, theirs, ratios[-1]))
     print("| median | %.1f | %.1f | %.3f |" % (statistics.median(ours_all),
                                               statistics.median(theirs_all),
                                               statistics.median(ratios)))

@@ -2,7 +2,8 @@
 then runs CPython's own sampler (Tachyon) against it on request. Tachyon finds a target's
 PyRuntime only when both run in the same instance of the root, hence this driver; spyglass,
 outside, reads the same PID. Protocol, one line each: out "pid PID"; in "tachyon SECONDS RATE
-MODE OUTFILE", out "done CPU_SECONDS EXIT_STATUS"; in "quit" (or end of input) ends the target.
+MODE OUTFILE", out "started TOOL_PID" then "done CPU_SECONDS EXIT_STATUS"; in "quit" (or end of
+input) ends the target.
 
   python3.15 tachyon_driver.py WORKLOAD [ARG ...]   (the workload gets its ready FD first)
 """
@@ -28,6 +29,7 @@ def main():
             tool = subprocess.Popen([sys.executable, "-m", "profiling.sampling", "attach", "-r",
                                      rate, "-d", seconds, "--mode", mode, "--collapsed", "-o",
                                      out, str(target.pid)], stdout=subprocess.DEVNULL)
+            print("started %d" % tool.pid, flush=True)
             _, status, usage = os.wait4(tool.pid, 0)
             print("done %.6f %d" % (usage.ru_utime + usage.ru_stime,
                                     os.waitstatus_to_exitcode(status)), flush=True)
