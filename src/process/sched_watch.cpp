@@ -14,6 +14,9 @@ namespace spyglass::process {
 namespace {
 
 constexpr std::size_t kDataPages = 64; // 256 KiB per CPU: a busy CPU's switches for 10+ ms
+// Less free room than this: the next record may not have fit (the largest one asked for, a
+// COMM with its sample id, is under 100 bytes).
+constexpr std::size_t kFullMargin = 256;
 
 // The tail of a switch record with sample_id_all and PERF_SAMPLE_TID | PERF_SAMPLE_TIME.
 struct SwitchRecord {
@@ -140,6 +143,9 @@ bool SchedWatch::poll() {
             static_cast<const unsigned char*>(ring.base) + meta->data_offset;
         std::uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
         std::uint64_t tail = meta->data_tail;
+        // The kernel writes its LOST record only once there is room again, after this poll
+        // has freed some: a ring found (nearly) full has lost records that nothing here says.
+        if (head - tail + kFullMargin > data_size_) complete = false;
         while (tail < head) {
             perf_event_header header;
             std::size_t at = tail % data_size_;
@@ -160,7 +166,12 @@ bool SchedWatch::poll() {
         }
         __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
     }
-    if (!complete) ++lost_polls_;
+    if (!complete) {
+        // A lost switch out would leave a thread "on a CPU since T" for good: what was seen of
+        // every thread is forgotten, and /proc answers until its next switch is seen.
+        ++lost_polls_;
+        threads_.clear();
+    }
     return complete;
 }
 

@@ -317,6 +317,10 @@ void Session::say_stats(const SessionResult& result) const {
                  "the previous pass (no read at all), {} dropped",
                  stats.samples, stats.reused, stats.unread, stats.state_from_events,
                  stats.running_by_events, stats.dropped);
+    if (sched_)
+        spdlog::info("scheduler events: {} records of the target's threads; {} passes found "
+                     "some lost (a ring overflowed) and read every thread's state instead",
+                     sched_->records(), sched_->lost_polls());
     spdlog::info("sampling thread: {:.1f} ms of CPU ({:.2f} us per thread sample); resolver "
                  "thread: {:.1f} ms; {} code objects read, {} stacks resolved from cache",
                  static_cast<double>(result.sampling_cpu_ns) / 1e6, per_sample,

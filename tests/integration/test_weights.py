@@ -41,7 +41,9 @@ def wait_for_thread(pid, name, timeout=30):
 
 class Weights(harness.InterpreterCase):
     def stalled_recording(self, output, *extra):
-        with harness.Target(self.python, "busy_threads.py") as target:
+        # Only the spinner runs: a thread that wakes now and then would take the GIL from it, and
+        # a pass that found it waiting for the GIL would (in CPU mode) drop the whole stall.
+        with harness.Target(self.python, "lone_spinner.py") as target:
             recorder = subprocess.Popen(
                 [harness.SPYGLASS, "record", "--pid", str(target.pid), "--rate", str(RATE),
                  "--duration", str(SECONDS), "-o", output] + list(extra),
