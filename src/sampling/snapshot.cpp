@@ -64,6 +64,9 @@ class SnapshotReader {
     StackOutcome read(const python::ThreadRecord& record, model::ThreadSnapshot& thread) {
         identify(record, thread);
         const RawWait raw_wait = state_and_wait(record, thread);
+        // A chain that seems to loop in a thread that may be running is read again (stopped,
+        // unless pausing is off) before the loop is believed; in one asleep, it is there.
+        reader_.capturer().set_thread_running(thread.os_state == '?' || thread.on_cpu);
         const StackOutcome outcome = read_stack(record, thread);
         thread.status = outcome == StackOutcome::torn        ? model::StackStatus::torn
                         : outcome == StackOutcome::truncated ? model::StackStatus::truncated

@@ -171,6 +171,21 @@ class CorruptTarget(harness.InterpreterCase):
             # A pause wakes the sleeping thread: not one.
             self.assertEqual(voluntary_switches(target.pid, tid), before)
 
+    def test_frame_chain_loop_in_a_running_thread_is_read_stopped_before_it_is_believed(self):
+        # Up to 3.10 a frame freed and reused while a running thread is read makes a chain
+        # that seems to loop: dump reads a running thread's loop again, stopped, and only then
+        # marks it.
+        with self.target("frame_loop_running") as target:
+            tid = target.report["tid"]
+            result = harness.spyglass("dump", "--pid", target.pid)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            victim = [block for block in result.stdout.split("\n\n")
+                      if block.startswith("Thread %d " % tid)]
+            self.assertEqual(len(victim), 1, result.stdout)
+            self.assertIn("spin_here (", victim[0])
+            self.assertIn("<frame chain loops>", victim[0])
+            self.assertIn("(read while the thread was paused)", victim[0])
+
     def test_thread_list_that_loops_is_said(self):
         with faults.Workdir() as work, self.target("list_loop") as target:
             lines, stderr = self.record(target, work)

@@ -6,6 +6,7 @@ A thread sleeps in outer() -> middle() -> sleeper() (an Event that is never set)
 sleeps too. Then MODE corrupts, and one JSON line goes to FD:
   code_name    sleeper's code object's co_name points at an int (kept alive: nothing is freed)
   frame_loop   sleeper's _PyInterpreterFrame.previous points at itself
+  frame_loop_running   as frame_loop, but of a thread spinning in spin_here(), never returning
   list_loop    the newest thread state's `next` points at itself (the list shows 1 thread)
   list_null    the interpreter's thread list head is NULL
   none         nothing
@@ -54,7 +55,14 @@ def word(address):
     return ctypes.c_uint64.from_address(address)
 
 
-threads = [threading.Thread(target=outer, daemon=True),
+def spin_here():
+    asleep.release()
+    while True:
+        pass  # no call, no return: nothing the interpreter does here follows `previous`
+
+
+threads = [threading.Thread(target=spin_here if MODE == "frame_loop_running" else outer,
+                            daemon=True),
            threading.Thread(target=never.wait, daemon=True)]
 for thread in threads:
     thread.start()
@@ -71,21 +79,23 @@ while True:
         f = f.f_back
     if "sleeper" in names and names[0] == "wait":
         break
+    if MODE == "frame_loop_running" and names[0] == "spin_here":
+        break
     never.wait(0.001)
 stack = []
 f = frame
 while f is not None:
     stack.append([f.f_code.co_name, f.f_lineno])
-    if f.f_code is sleeper.__code__:
+    if f.f_code in (sleeper.__code__, spin_here.__code__):
         sleeper_frame = f
     f = f.f_back
 
-code = sleeper.__code__
+code = spin_here.__code__ if MODE == "frame_loop_running" else sleeper.__code__
 if MODE == "code_name":
     bogus = 12345678901234
     keep.append(bogus)
     word(id(code) + CO_NAME).value = id(bogus)
-elif MODE == "frame_loop":
+elif MODE in ("frame_loop", "frame_loop_running"):
     # sleeper's frame: its callees (the Event's wait) stay readable, its callers cannot be
     # reached.
     iframe = word(id(sleeper_frame) + F_FRAME).value

@@ -58,8 +58,8 @@ class StackCapturer {
                (outcome == CaptureOutcome::truncated && raw_.end != python::StackEnd::too_deep &&
                 (raw_.end != python::StackEnd::cycle || (running_ && !stopped_read_)));
     }
-    // Whether the thread to capture next was on a CPU when the pass looked at it (the
-    // sampler's view; dump does not know and leaves it false).
+    // Whether the thread to capture next may run while it is read (the sampler's view of it
+    // at this pass; dump does not know and says so of every thread).
     void set_thread_running(bool running) noexcept { running_ = running; }
 
     [[nodiscard]] const python::RawStack& raw() const noexcept { return raw_; }
