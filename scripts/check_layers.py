@@ -17,7 +17,8 @@ ALLOWED = {
     "model": set(),
     "native": {"process"},
     # The sampling thread (capture) and the resolver thread (resolve) meet only in handoff.
-    "handoff": {"process", "python"},
+    # A label source (label_source.hpp) follows model's rules for a label's name and value.
+    "handoff": {"process", "python", "model/labels.hpp"},
     "capture": {"process", "python", "model", "native", "handoff"},
     "resolve": {"process", "python", "model", "native", "handoff"},
     "sampling": {"process", "python", "model", "native", "handoff", "capture", "resolve"},

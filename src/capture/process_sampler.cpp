@@ -47,6 +47,12 @@ ProcessSampler::ProcessSampler(std::unique_ptr<python::PythonProcess> process, s
       attached_ns_(attached_ns) {
     if (options_.native)
         native_context_.reserve(sizeof(native::ContextHeader) + native::kMaxStackCopy);
+    for (const LabelSourceSpec& spec : options_.label_sources) {
+        std::string note;
+        label_captures_.push_back(
+            make_label_capture(spec, process_->target(), process_->memory(), note));
+        if (!note.empty()) spdlog::warn("process {}: {}", process_->pid(), note);
+    }
 }
 
 ProcessSampler::~ProcessSampler() {
@@ -185,6 +191,22 @@ ProcessSampler::ThreadState& ProcessSampler::tracked(const python::ThreadRecord&
     return it->second;
 }
 
+void ProcessSampler::capture_labels(const python::ThreadRecord& record, ThreadState& thread,
+                                    bool ran, ThreadCapture& base, PassStats& stats) {
+    // A thread that has not run has not set a variable or entered a context.
+    if ((ran || !thread.have_label_words) && options_.label_values != nullptr) {
+        for (std::size_t i = 0; i < label_captures_.size() && i < kMaxSourcedLabels; ++i) {
+            LabelCapture* source = label_captures_[i].get();
+            if (source == nullptr) continue;
+            const std::uint64_t unreadable = source->unreadable();
+            thread.label_words[i] = source->capture(record, *options_.label_values);
+            stats.unreadable_labels += source->unreadable() - unreadable;
+        }
+        thread.have_label_words = true;
+    }
+    base.label_words = thread.label_words;
+}
+
 std::uint64_t ProcessSampler::weight(ThreadState& thread, std::uint64_t now_ns) const {
     // The time since this thread was last looked at: a tick that came late stands for the
     // ticks it missed. A new thread: one period, unless this is the first pass over the
@@ -237,6 +259,7 @@ void ProcessSampler::sample_thread(const python::ThreadRecord& record, ThreadSta
     base.on_cpu = pass.on_cpu;
     base.gil = gil;
     if (want_wait) base.wait = wait_of(thread, pass, stats);
+    if (!label_captures_.empty()) capture_labels(record, thread, pass.ran, base, stats);
     // A larger stack copy or a stop is wanted: the previous capture is not reused.
     if (options_.native && learn_native(thread)) thread.have_previous = false;
     const python::Address frame_pointer = record.cframe != 0 ? record.cframe : record.frame;

@@ -319,6 +319,18 @@ std::unique_ptr<CLI::App> make_app(CommandLine& parsed) {
                                  "service=checkout): pprof sample labels, kept in --raw for "
                                  "report --where; with --push, also a tag (repeatable)")
                     ->type_name("NAME=VALUE"));
+    record_cmd
+        ->add_option_function<std::vector<std::string>>(
+            "--context",
+            [&record](const std::vector<std::string>& names) {
+                for (const std::string& name : names)
+                    record.sampling.label_sources.push_back({"context", name});
+            },
+            "A label NAME=VALUE on each sample: the value of the contextvars.ContextVar "
+            "called NAME in the thread's current context (a request id, a tenant), "
+            "read at the sample; no label where it is not set (repeatable, up to 4; "
+            "Python 3.8+)")
+        ->type_name("NAME");
     add_continuous_options(record_cmd, record);
 
     TopOptions& top = parsed.top;

@@ -1,11 +1,13 @@
 #include "spyglass/cli/launcher.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include <spdlog/spdlog.h>
 
 #include "spyglass/cli/validate.hpp"
+#include "spyglass/handoff/label_source.hpp"
 #include "spyglass/process/procfs.hpp"
 #include "spyglass/process/target_check.hpp"
 #include "spyglass/signals.hpp"
@@ -14,19 +16,48 @@ namespace spyglass::cli {
 
 namespace {
 
+constexpr std::array<std::string_view, 8> kOwnLabels = {
+    "state", "gil", "thread", "thread_id", "pid", "wait", "wait_syscall", "wait_target"};
+
 // --label: checked, and none named as pprof's own sample labels (docs/output-formats.md),
 // which it would shadow.
 Result<std::vector<model::LabelText>> static_labels(const std::vector<std::string>& texts) {
     auto labels = parse_labels("--label", texts);
     if (!labels) return labels;
     for (const model::LabelText& label : *labels)
-        for (std::string_view own :
-             {"state", "gil", "thread", "thread_id", "pid", "wait", "wait_syscall", "wait_target"})
+        for (std::string_view own : kOwnLabels)
             if (label.key == own)
                 return fail(Errc::invalid_argument,
                             "--label {}={}: {} is a label spyglass gives every sample itself",
                             label.key, label.value, own);
     return labels;
+}
+
+// --context NAME (and any label source's flag): each a label of its own name, not one that
+// spyglass or --label gives already.
+Result<void> check_label_sources(const std::vector<sampling::LabelSourceSpec>& sources,
+                                 const std::vector<model::LabelText>& labels) {
+    if (sources.size() > sampling::kMaxSourcedLabels)
+        return fail(Errc::invalid_argument, "--{}: at most {} labels read from the target, not {}",
+                    sources.back().kind, sampling::kMaxSourcedLabels, sources.size());
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+        const sampling::LabelSourceSpec& spec = sources[i];
+        if (auto checked = sampling::check_label_source(spec); !checked) return checked;
+        for (std::string_view own : kOwnLabels)
+            if (spec.key == own)
+                return fail(Errc::invalid_argument,
+                            "--{} {}: {} is a label spyglass gives every sample itself", spec.kind,
+                            spec.key, own);
+        for (const model::LabelText& label : labels)
+            if (label.key == spec.key)
+                return fail(Errc::invalid_argument, "--{} {}: --label {}={} names it too",
+                            spec.kind, spec.key, label.key, label.value);
+        for (std::size_t j = 0; j < i; ++j)
+            if (sources[j].key == spec.key)
+                return fail(Errc::invalid_argument, "--{} {}: that label is asked for twice",
+                            spec.kind, spec.key);
+    }
+    return {};
 }
 
 } // namespace
@@ -77,6 +108,9 @@ Result<Started> start_session(const SamplingOptions& options, model::FrameTable&
     auto labels = static_labels(options.labels);
     if (!labels) return std::unexpected(labels.error());
     session_options.labels = std::move(*labels);
+    if (auto checked = check_label_sources(options.label_sources, session_options.labels); !checked)
+        return std::unexpected(checked.error());
+    session_options.sampler.label_sources = options.label_sources;
     session_options.command = options.pid != 0 ? process::cmdline(options.pid) : options.command;
 
     Started started;

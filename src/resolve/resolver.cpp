@@ -146,7 +146,8 @@ void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawF
     sample.time_ns = capture.time_ns;
     sample.weight_ns = capture.weight_ns;
     sample.cpu_ns = capture.cpu_ns;
-    sample.key.labels = static_label_set_;
+    sample.key.labels =
+        label_sources_.empty() ? static_label_set_ : sourced_labels(capture, thread);
     if (capture.same_stack && thread.have_last) {
         sample.key.stack = thread.last_stack;
         unreadable_samples_ += thread.last_unreadable;

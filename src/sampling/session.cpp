@@ -78,6 +78,7 @@ Session::Session(model::FrameTable& frames, model::StackTable& stacks,
                                        push_event(CaptureKind::process_retired, slot);
                                    }}) {
     options_.sampler.period_ns = static_cast<std::uint64_t>(1e9 / options_.rate_hz);
+    options_.sampler.label_values = &label_values_;
     options_.stacks.native = options_.sampler.native;
     // Stack copies in flight between the sampling thread and the resolver: the resolver is
     // woken when a quarter of it is used, so this is about 16 copies of the largest size
@@ -169,6 +170,7 @@ void Session::begin(model::SampleSink& sink) {
     resolver_->bound_tables(options_.table_limit);
     resolver_->feed_back(native_feedback_.get());
     resolver_->label_every_sample(options_.labels);
+    resolver_->label_from_sources(options_.sampler.label_sources, &label_values_);
     if (options_.sched_events && std::getenv("SPYGLASS_NO_SCHED_EVENTS") == nullptr)
         sched_ = process::SchedWatch::open();
     if (sched_)
@@ -303,6 +305,14 @@ void Session::finish(std::thread& resolving, SessionResult& result) {
     totals_.threads_without_descriptors = stats.threads_without_descriptors;
     totals_.open_limit = process::open_limit();
     say_target_faults(totals_, stats);
+    if (stats.unreadable_labels != 0)
+        spdlog::warn("{} --context values could not be read (the context changed while it was "
+                     "read): those samples carry no such label",
+                     stats.unreadable_labels);
+    if (const std::uint64_t over = label_values_.overflowed(); over != 0)
+        spdlog::warn("--context: more than {} distinct values; {} samples' values are shown as "
+                     "\"{}\"",
+                     LabelValues::kMaxValues, over, LabelValues::kOverflowText);
     targets_.say_exec_counts();
 }
 

@@ -5,6 +5,7 @@
 // different stack: it is sent as "same stack", with no frames).
 #pragma once
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -17,6 +18,7 @@
 #include "spyglass/capture/stack_capture.hpp"
 #include "spyglass/capture/thread_schedule.hpp"
 #include "spyglass/handoff/capture_queue.hpp"
+#include "spyglass/handoff/label_source.hpp"
 #include "spyglass/model/recording.hpp"
 #include "spyglass/process/exec_watch.hpp"
 #include "spyglass/process/procfs.hpp"
@@ -43,6 +45,8 @@ struct SamplerOptions {
     // null: no copy grows, no blocked thread is stopped for its unwind).
     NativeFeedback* native_feedback = nullptr;
     model::WaitDetail waits = model::WaitDetail::full; // off: no wait reason is read
+    std::vector<LabelSourceSpec> label_sources;        // record --context: read per sample
+    LabelValues* label_values = nullptr;               // their texts (the session's)
 };
 
 struct PassStats {
@@ -60,7 +64,8 @@ struct PassStats {
     // (each counted once), and the passes that left one out.
     std::uint64_t threads_without_descriptors = 0;
     std::uint64_t missed_without_descriptors = 0;
-    std::uint64_t looping_stacks = 0; // stacks whose frame chain points back into itself
+    std::uint64_t looping_stacks = 0;    // stacks whose frame chain points back into itself
+    std::uint64_t unreadable_labels = 0; // record --context values that could not be read
 };
 
 // Numbers threads across all processes of a session, for the sinks.
@@ -131,6 +136,9 @@ class ProcessSampler {
         bool without_descriptors = false; // counted in threads_without_descriptors
         NativePolicy native{};            // --native: its stack copy's size, whether to stop it
         std::uint32_t native_unstopped = 0, native_stopped = 0; // its captures, for -vv
+        // record --context: the words of its latest capture (kept while it does not run).
+        std::array<std::uint64_t, kMaxSourcedLabels> label_words{};
+        bool have_label_words = false;
     };
     // The thread's state, kept across passes (a new one for a thread not seen before).
     ThreadState& tracked(const python::ThreadRecord& record);
@@ -154,6 +162,9 @@ class ProcessSampler {
     // What an off-CPU thread is blocked in: its syscall file, and for a call on a descriptor
     // that descriptor's inode. `state` is the /proc state letter.
     RawWait read_wait(ThreadState& thread, char state, PassStats& stats);
+    // record --context: each source's word, read again only when the thread ran.
+    void capture_labels(const python::ThreadRecord& record, ThreadState& thread, bool ran,
+                        ThreadCapture& base, PassStats& stats);
     // Its /proc files could not be opened: not sampled this pass, and counted.
     void short_of_descriptors(ThreadState& thread, PassStats& stats);
 
@@ -172,6 +183,7 @@ class ProcessSampler {
     NativeStats native_stats_;
     std::vector<std::uint8_t> native_context_; // --native: the capture's registers and stack
     std::vector<python::ThreadRecord> records_;
+    std::vector<std::unique_ptr<LabelCapture>> label_captures_; // null: not in this interpreter
     std::unordered_map<pid_t, ThreadState> threads_;
     std::uint64_t generation_ = 0;
     std::uint64_t attached_ns_ = 0;

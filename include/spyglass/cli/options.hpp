@@ -6,6 +6,8 @@
 
 #include <sys/types.h>
 
+#include "spyglass/handoff/label_source.hpp"
+
 namespace spyglass::cli {
 
 struct DumpOptions {
@@ -44,7 +46,9 @@ struct SamplingOptions {
     std::string waits = "full";      // --waits: full | kind
     bool no_waits = false;           // --no-waits
     std::vector<std::string> labels; // --label NAME=VALUE: on every sample
-    std::size_t table_limit = 0;     // not an option: bounded tables for --window (Resolver)
+    // Labels read from the target per sample, each source's flag's (--context NAME: "context").
+    std::vector<sampling::LabelSourceSpec> label_sources;
+    std::size_t table_limit = 0; // not an option: bounded tables for --window (Resolver)
 };
 
 struct RecordOptions {

@@ -47,6 +47,9 @@ struct RawWait {
     process::FdIdentity fd{};            // inode 0: not a descriptor call, or closed
 };
 
+// How many labels read from the target (record --context) one sample may carry.
+inline constexpr std::size_t kMaxSourcedLabels = 4;
+
 struct ThreadCapture {
     CaptureKind kind = CaptureKind::sample;
     std::uint32_t process = 0; // the session's number for the process
@@ -66,6 +69,8 @@ struct ThreadCapture {
     bool native = false;     // --native: registers and a copy of the stack follow (bytes)
     CaptureOutcome outcome = CaptureOutcome::ok;
     RawWait wait;
+    // record --context: a word per label source, in the session's order (label_source.hpp).
+    std::array<std::uint64_t, kMaxSourcedLabels> label_words{};
 };
 
 class CaptureQueue {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "spyglass/handoff/capture_queue.hpp"
+#include "spyglass/handoff/label_source.hpp"
 #include "spyglass/handoff/native_feedback.hpp"
 #include "spyglass/model/frame_table.hpp"
 #include "spyglass/model/labels.hpp"
@@ -54,6 +55,12 @@ class Resolver {
     void feed_back(NativeFeedback* feedback) noexcept { native_feedback_ = feedback; }
     // record --label: labels every sample carries (validated: model::parse_label).
     void label_every_sample(std::vector<model::LabelText> labels);
+    // record --context: the labels each sample's words (ThreadCapture::label_words) stand for,
+    // the texts of `values` (the session's; outlives the resolver).
+    void label_from_sources(std::vector<LabelSourceSpec> sources, const LabelValues* values) {
+        label_sources_ = std::move(sources);
+        label_values_ = values;
+    }
 
     [[nodiscard]] ResolveStats stats() const;
     // Samples whose stack has a frame whose code object could not be read (the same-stack
@@ -84,6 +91,10 @@ class Resolver {
         bool have_last = false;
         bool last_unreadable = false; // last_stack has a frame marked kUnreadableCodeName
         bool named = false;           // by the threading module, not the OS
+        // Its latest sourced labels: the words, and their set in the tables of table_resets_.
+        std::array<std::uint64_t, kMaxSourcedLabels> label_words{};
+        model::LabelSetId label_set{};
+        std::uint64_t label_tables = ~0ull;
     };
     ProcessEntry* process_entry(std::uint32_t slot);
     // A process added or retired, a thread seen.
@@ -100,6 +111,8 @@ class Resolver {
     void reset_tables();
     // The label set of every sample, in the tables as they are now.
     void intern_static_labels();
+    // The static labels and the capture's sourced ones (label_resolve.cpp).
+    model::LabelSetId sourced_labels(const ThreadCapture& capture, ThreadEntry& thread);
 
     model::FrameTable& frames_;
     model::StackTable& stacks_;
@@ -122,6 +135,10 @@ class Resolver {
     NativeFeedback* native_feedback_ = nullptr;
     std::vector<model::LabelText> static_labels_;
     model::LabelSetId static_label_set_{};
+    std::vector<LabelSourceSpec> label_sources_;
+    const LabelValues* label_values_ = nullptr;
+    std::vector<model::Label> label_scratch_;
+    std::string value_scratch_;
     std::vector<std::uint32_t> calls_; // scratch for summarize_unwind
 };
 

@@ -98,6 +98,7 @@ class Session {
     model::StackTable& stacks_;
     SessionOptions options_;
     ThreadRegistry registry_;
+    LabelValues label_values_; // record --context: the values' texts (samplers, resolver)
     CaptureQueue queue_;
     // --native: the resolver's word to the samplers on each thread's captures (outlives both).
     std::unique_ptr<NativeFeedback> native_feedback_;
