@@ -47,11 +47,24 @@ ProcessSampler::ProcessSampler(std::unique_ptr<python::PythonProcess> process, s
       attached_ns_(attached_ns) {
     if (options_.native)
         native_context_.reserve(sizeof(native::ContextHeader) + native::kMaxStackCopy);
-    for (const LabelSourceSpec& spec : options_.label_sources) {
+    // One capture per source kind, reading all its keys at once.
+    std::vector<std::string> kinds;
+    for (const LabelSourceSpec& spec : options_.label_sources)
+        if (std::find(kinds.begin(), kinds.end(), spec.kind) == kinds.end())
+            kinds.push_back(spec.kind);
+    for (const std::string& kind : kinds) {
+        LabelGroup group;
+        std::vector<std::string> keys;
+        for (std::size_t i = 0; i < options_.label_sources.size() && i < kMaxSourcedLabels; ++i)
+            if (options_.label_sources[i].kind == kind) {
+                keys.push_back(options_.label_sources[i].key);
+                group.slots.push_back(i);
+            }
         std::string note;
-        label_captures_.push_back(
-            make_label_capture(spec, process_->target(), process_->memory(), note));
+        group.capture =
+            make_label_capture(kind, keys, process_->target(), process_->memory(), note);
         if (!note.empty()) spdlog::warn("process {}: {}", process_->pid(), note);
+        if (group.capture) label_groups_.push_back(std::move(group));
     }
 }
 
@@ -195,12 +208,14 @@ void ProcessSampler::capture_labels(const python::ThreadRecord& record, ThreadSt
                                     bool ran, ThreadCapture& base, PassStats& stats) {
     // A thread that has not run has not set a variable or entered a context.
     if ((ran || !thread.have_label_words) && options_.label_values != nullptr) {
-        for (std::size_t i = 0; i < label_captures_.size() && i < kMaxSourcedLabels; ++i) {
-            LabelCapture* source = label_captures_[i].get();
-            if (source == nullptr) continue;
-            const std::uint64_t unreadable = source->unreadable();
-            thread.label_words[i] = source->capture(record, *options_.label_values);
-            stats.unreadable_labels += source->unreadable() - unreadable;
+        std::array<std::uint64_t, kMaxSourcedLabels> words{};
+        for (LabelGroup& group : label_groups_) {
+            const std::uint64_t unreadable = group.capture->unreadable();
+            group.capture->capture(record, *options_.label_values,
+                                   std::span(words.data(), group.slots.size()));
+            stats.unreadable_labels += group.capture->unreadable() - unreadable;
+            for (std::size_t k = 0; k < group.slots.size(); ++k)
+                thread.label_words[group.slots[k]] = words[k];
         }
         thread.have_label_words = true;
     }
@@ -259,7 +274,7 @@ void ProcessSampler::sample_thread(const python::ThreadRecord& record, ThreadSta
     base.on_cpu = pass.on_cpu;
     base.gil = gil;
     if (want_wait) base.wait = wait_of(thread, pass, stats);
-    if (!label_captures_.empty()) capture_labels(record, thread, pass.ran, base, stats);
+    if (!label_groups_.empty()) capture_labels(record, thread, pass.ran, base, stats);
     // A larger stack copy or a stop is wanted: the previous capture is not reused.
     if (options_.native && learn_native(thread)) thread.have_previous = false;
     const python::Address frame_pointer = record.cframe != 0 ? record.cframe : record.frame;

@@ -8,9 +8,12 @@
 // resolver's thread, that memory would already belong to the next request. Every object on the
 // way is checked by its type's name (learned once per type); a ContextVar is recognised by its
 // name once per address (one lives as long as the module that made it).
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <unordered_map>
+
+#include <fmt/ranges.h>
 
 #include "spyglass/handoff/label_source.hpp"
 #include "spyglass/model/labels.hpp"
@@ -80,36 +83,43 @@ T word_at(const unsigned char* bytes, std::size_t offset) {
 class ContextCapture final : public LabelCapture {
   public:
     ContextCapture(process::RemoteMemory& memory, const python::TargetInfo& target,
-                   std::uint64_t context_offset, std::string name)
+                   std::uint64_t context_offset, std::vector<std::string> names)
         : memory_(memory), objects_(memory, target), context_offset_(context_offset),
-          name_(std::move(name)) {}
+          names_(std::move(names)), found_(names_.size()) {}
 
-    std::uint64_t capture(const python::ThreadRecord& thread, LabelValues& values) override {
-        auto context = memory_.read_value<Address>(thread.tstate + context_offset_);
-        if (!context) return unreadable();
-        if (*context == 0) return 0; // no context yet: nothing set
-        std::array<unsigned char, 40> head{};
-        if (!memory_.read(*context, head.data(), 32) ||
-            kind(word_at<Address>(head.data(), kObType), *context) != Kind::context)
-            return unreadable();
-        const Address hamt = word_at<Address>(head.data(), kContextVars);
-        if (!memory_.read(hamt, head.data(), 40) ||
-            kind(word_at<Address>(head.data(), kObType), hamt) != Kind::hamt)
-            return unreadable();
-        if (word_at<std::int64_t>(head.data(), kHamtCount) <= 0) return 0;
-        found_ = 0;
-        nodes_ = 0;
-        broken_ = false;
-        walk(word_at<Address>(head.data(), kHamtRoot), 0);
-        if (broken_) return unreadable();
-        if (found_ == 0) return 0; // not set in this context
-        return value(found_, values);
+    void capture(const python::ThreadRecord& thread, LabelValues& values,
+                 std::span<std::uint64_t> words) override {
+        std::fill(words.begin(), words.end(), 0);
+        std::fill(found_.begin(), found_.end(), 0);
+        if (!find(thread)) {
+            ++unreadable_;
+            return;
+        }
+        for (std::size_t k = 0; k < names_.size() && k < words.size(); ++k)
+            if (found_[k] != 0) words[k] = value(found_[k], values);
     }
 
   private:
-    std::uint64_t unreadable() {
-        ++unreadable_;
-        return 0;
+    // The values of the names in the thread's context (found_; 0: not set). False: what was
+    // read is not a context's variables.
+    bool find(const python::ThreadRecord& thread) {
+        auto context = memory_.read_value<Address>(thread.tstate + context_offset_);
+        if (!context) return false;
+        if (*context == 0) return true; // no context yet: nothing set
+        std::array<unsigned char, 40> head{};
+        if (!memory_.read(*context, head.data(), 32) ||
+            kind(word_at<Address>(head.data(), kObType), *context) != Kind::context)
+            return false;
+        const Address hamt = word_at<Address>(head.data(), kContextVars);
+        if (!memory_.read(hamt, head.data(), 40) ||
+            kind(word_at<Address>(head.data(), kObType), hamt) != Kind::hamt)
+            return false;
+        if (word_at<std::int64_t>(head.data(), kHamtCount) <= 0) return true;
+        missing_ = names_.size();
+        nodes_ = 0;
+        broken_ = false;
+        walk(word_at<Address>(head.data(), kHamtRoot), 0);
+        return !broken_;
     }
 
     // The kind of the object at `object` whose ob_type is `type` (its name read once).
@@ -122,9 +132,9 @@ class ContextCapture final : public LabelCapture {
         return found;
     }
 
-    // Depth first, until the variable is found (found_) or a node is not what it should be.
+    // Depth first, until every name is found or a node is not what it should be.
     void walk(Address node, int depth) {
-        if (found_ != 0 || broken_) return;
+        if (missing_ == 0 || broken_) return;
         if (depth > kMaxDepth || ++nodes_ > kMaxNodes) {
             broken_ = true;
             return;
@@ -141,7 +151,7 @@ class ContextCapture final : public LabelCapture {
                 broken_ = true;
                 return;
             }
-            for (std::size_t i = 0; i < 32 && found_ == 0 && !broken_; ++i)
+            for (std::size_t i = 0; i < 32 && missing_ != 0 && !broken_; ++i)
                 if (Address child = word_at<Address>(bytes.data(), kChildren + i * 8); child != 0)
                     walk(child, depth + 1);
             return;
@@ -160,7 +170,7 @@ class ContextCapture final : public LabelCapture {
             broken_ = true;
             return;
         }
-        for (std::int64_t i = 0; i + 1 < slots && found_ == 0 && !broken_; i += 2) {
+        for (std::int64_t i = 0; i + 1 < slots && missing_ != 0 && !broken_; i += 2) {
             const auto key =
                 word_at<Address>(bytes.data(), kPairs + static_cast<std::size_t>(i) * 8);
             const auto item =
@@ -170,28 +180,32 @@ class ContextCapture final : public LabelCapture {
                     walk(item, depth + 1);
                 else
                     broken_ = true;
-            } else if (is_wanted_var(key)) {
-                found_ = item;
+            } else if (const int k = wanted_var(key);
+                       k >= 0 && found_[static_cast<std::size_t>(k)] == 0) {
+                found_[static_cast<std::size_t>(k)] = item;
+                --missing_;
             }
         }
     }
 
-    bool is_wanted_var(Address key) {
+    // Which name the key is a ContextVar of (-1: none of them, or not a ContextVar).
+    int wanted_var(Address key) {
         if (auto it = vars_.find(key); it != vars_.end()) return it->second;
         std::array<unsigned char, 24> head{};
         if (!memory_.read(key, head.data(), head.size())) {
             broken_ = true;
-            return false;
+            return -1;
         }
-        bool wanted = false;
+        int wanted = -1;
         if (kind(word_at<Address>(head.data(), kObType), key) == Kind::var) {
             auto text = objects_.str_value(word_at<Address>(head.data(), kVarName),
                                            model::kMaxLabelKey + 1);
             if (!text) {
                 broken_ = true;
-                return false;
+                return -1;
             }
-            wanted = *text == name_;
+            for (std::size_t k = 0; k < names_.size(); ++k)
+                if (*text == names_[k]) wanted = static_cast<int>(k);
         }
         if (vars_.size() < kMaxVars) vars_.emplace(key, wanted);
         return wanted;
@@ -200,12 +214,18 @@ class ContextCapture final : public LabelCapture {
     // str: its text; None: no label; an int, or anything else: its bounded repr.
     std::uint64_t value(Address object, LabelValues& values) {
         auto type = memory_.read_value<Address>(object + kObType);
-        if (!type) return unreadable();
+        if (!type) {
+            ++unreadable_;
+            return 0;
+        }
         const Kind value_kind = kind(*type, object);
         if (value_kind == Kind::none) return 0;
         if (value_kind == Kind::str) {
             auto text = objects_.str_value(object, model::kMaxLabelValue);
-            if (!text) return unreadable();
+            if (!text) {
+                ++unreadable_;
+                return 0;
+            }
             text_ = std::move(*text);
         } else {
             text_ = objects_.repr(object, model::kMaxLabelValue);
@@ -221,28 +241,29 @@ class ContextCapture final : public LabelCapture {
     process::RemoteMemory& memory_;
     python::ObjectReader objects_;
     std::uint64_t context_offset_;
-    std::string name_;
+    std::vector<std::string> names_;
+    std::vector<Address> found_; // per name: its value in the context being read
     std::unordered_map<Address, Kind> types_;
-    std::unordered_map<Address, bool> vars_; // ContextVar (or other key) -> has the name
+    std::unordered_map<Address, int> vars_; // key -> the name it is a ContextVar of, or -1
     std::string text_;
-    Address found_ = 0;
+    std::size_t missing_ = 0;
     std::size_t nodes_ = 0;
     bool broken_ = false;
 };
 
 } // namespace
 
-std::unique_ptr<LabelCapture> make_context_capture(const LabelSourceSpec& spec,
+std::unique_ptr<LabelCapture> make_context_capture(const std::vector<std::string>& keys,
                                                    const python::TargetInfo& target,
                                                    process::RemoteMemory& memory,
                                                    std::string& note) {
     auto offset = thread_context_offset(target.version);
     if (!offset) {
         note = fmt::format("--context {}: contextvars are read on Python 3.8 to 3.15, not {}",
-                           spec.key, target.version.to_string());
+                           fmt::join(keys, ", "), target.version.to_string());
         return nullptr;
     }
-    return std::make_unique<ContextCapture>(memory, target, *offset, spec.key);
+    return std::make_unique<ContextCapture>(memory, target, *offset, keys);
 }
 
 } // namespace spyglass::sampling

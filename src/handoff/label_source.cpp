@@ -6,14 +6,14 @@
 namespace spyglass::sampling {
 
 // Each source's file (context_label.cpp: "context").
-std::unique_ptr<LabelCapture> make_context_capture(const LabelSourceSpec& spec,
+std::unique_ptr<LabelCapture> make_context_capture(const std::vector<std::string>& keys,
                                                    const python::TargetInfo& target,
                                                    process::RemoteMemory& memory,
                                                    std::string& note);
 
 namespace {
 
-using MakeCapture = std::unique_ptr<LabelCapture> (*)(const LabelSourceSpec&,
+using MakeCapture = std::unique_ptr<LabelCapture> (*)(const std::vector<std::string>&,
                                                       const python::TargetInfo&,
                                                       process::RemoteMemory&, std::string&);
 struct SourceKind {
@@ -42,12 +42,13 @@ Result<void> check_label_source(const LabelSourceSpec& spec) {
     return {};
 }
 
-std::unique_ptr<LabelCapture> make_label_capture(const LabelSourceSpec& spec,
+std::unique_ptr<LabelCapture> make_label_capture(std::string_view kind,
+                                                 const std::vector<std::string>& keys,
                                                  const python::TargetInfo& target,
                                                  process::RemoteMemory& memory, std::string& note) {
-    if (const SourceKind* source = find_source(spec.kind))
-        return source->make(spec, target, memory, note);
-    note = fmt::format("no label source called {}", spec.kind);
+    if (const SourceKind* source = find_source(kind))
+        return source->make(keys, target, memory, note);
+    note = fmt::format("no label source called {}", kind);
     return nullptr;
 }
 

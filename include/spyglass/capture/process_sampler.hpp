@@ -183,7 +183,12 @@ class ProcessSampler {
     NativeStats native_stats_;
     std::vector<std::uint8_t> native_context_; // --native: the capture's registers and stack
     std::vector<python::ThreadRecord> records_;
-    std::vector<std::unique_ptr<LabelCapture>> label_captures_; // null: not in this interpreter
+    // record --context: each source kind's capture, and where its keys' words go.
+    struct LabelGroup {
+        std::unique_ptr<LabelCapture> capture;
+        std::vector<std::size_t> slots; // in ThreadCapture::label_words, in the keys' order
+    };
+    std::vector<LabelGroup> label_groups_;
     std::unordered_map<pid_t, ThreadState> threads_;
     std::uint64_t generation_ = 0;
     std::uint64_t attached_ns_ = 0;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -45,12 +46,14 @@ class LabelValues {
     std::uint64_t overflow_id_ = 0, overflowed_ = 0;
 };
 
-// Sampling thread: the number of the value now, 0 when there is none (not set). A value that
-// could not be read is 0 too, and counted in unreadable().
+// Sampling thread: one source kind's labels, all its keys in one read (the keys' order is the
+// order they were given in): words[k] is the number of key k's value now, 0 when there is none
+// (not set). A value that could not be read is 0 too, and counted in unreadable().
 class LabelCapture {
   public:
     virtual ~LabelCapture() = default;
-    virtual std::uint64_t capture(const python::ThreadRecord& thread, LabelValues& values) = 0;
+    virtual void capture(const python::ThreadRecord& thread, LabelValues& values,
+                         std::span<std::uint64_t> words) = 0;
     [[nodiscard]] std::uint64_t unreadable() const noexcept { return unreadable_; }
 
   protected:
@@ -66,9 +69,10 @@ struct LabelSourceSpec {
 // Checks a spec before sampling (its kind known, its key a valid label name).
 Result<void> check_label_source(const LabelSourceSpec& spec);
 
-// The source's capture for one process, over the sampling thread's reader; null, with `note`
-// saying why, when it cannot read this interpreter.
-std::unique_ptr<LabelCapture> make_label_capture(const LabelSourceSpec& spec,
+// The capture of one source kind's keys for one process, over the sampling thread's reader;
+// null, with `note` saying why, when it cannot read this interpreter.
+std::unique_ptr<LabelCapture> make_label_capture(std::string_view kind,
+                                                 const std::vector<std::string>& keys,
                                                  const python::TargetInfo& target,
                                                  process::RemoteMemory& memory, std::string& note);
 
