@@ -70,6 +70,13 @@ class ChunkPrefetch {
             slots_[i].read = true;
     }
 
+    // The state of `tstate` was read again after the batch: its slot no longer matches it (the
+    // other threads' still do).
+    void forget(process::Address tstate) {
+        for (std::size_t i = 0; i < count_; ++i)
+            if (slots_[i].tstate == tstate) slots_[i].read = false;
+    }
+
     // The read slot of `tstate` if it holds `chunk` and at least `used` bytes of it; taken: it
     // serves one walk, the first after the read.
     Slot* take(process::Address tstate, process::Address chunk, std::size_t used) {

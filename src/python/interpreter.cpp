@@ -262,7 +262,7 @@ process::ReadStatus PythonProcess::read_threads_slowly(std::vector<ThreadRecord>
 
 process::ReadStatus PythonProcess::reread_thread(ThreadRecord& record) {
     const LayoutOffsets& o = target_.layout.off;
-    walker_->prefetch_done(false); // chunks read before the state read now
+    walker_->prefetch_forget(record.tstate); // its chunk was read before its state is now
     std::uint8_t* buffer = tstate_buffer_.data();
     if (auto status = memory_->read(record.tstate, buffer, tstate_read_size_); !status)
         return status;

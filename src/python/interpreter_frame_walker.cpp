@@ -201,6 +201,7 @@ class InterpreterFrameWalker final : public StackWalker {
     }
 
     void prefetch_done(bool read) override { prefetch_.done(read); }
+    void prefetch_forget(Address tstate) override { prefetch_.forget(tstate); }
 
     bool verify(const RawStack& stack, const VerifyBatch& batch) const override {
         const LayoutOffsets& o = layout_.off;

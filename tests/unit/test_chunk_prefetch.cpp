@@ -1,6 +1,7 @@
 // 3.13+: a thread walked at one pass has its data-stack chunk read with the thread list at the
 // next (one system call fewer per sample), over CPython structures in fake memory. The walk must
 // give the stack of that moment, whatever moved between the passes.
+#include "../../src/python/chunk_prefetch.hpp"
 #include "fake_python.hpp"
 #include <gtest/gtest.h>
 
@@ -184,5 +185,29 @@ std::string prefetch_layout_name(const ::testing::TestParamInfo<const Layout*>& 
 
 INSTANTIATE_TEST_SUITE_P(ThreadStateHeadLayouts, Prefetch,
                          ::testing::ValuesIn(prefetched_layouts()), prefetch_layout_name);
+
+} // namespace
+
+namespace {
+
+// A thread whose state is read again (a torn walk, a pause) loses its prefetched chunk; the
+// other threads of the same batch keep theirs.
+TEST(ChunkPrefetchSlots, ReadingOneThreadAgainDropsOnlyItsChunk) {
+    using spyglass::python::walker_detail::ChunkPrefetch;
+    ChunkPrefetch prefetch;
+    constexpr Address kFirst = 0x1000, kSecond = 0x2000, kChunkA = 0x10000, kChunkB = 0x20000;
+    prefetch.walked(kFirst, kChunkA, 512);
+    prefetch.walked(kSecond, kChunkB, 512);
+    std::vector<spyglass::process::ReadOp> ops;
+    const std::vector<Address> tstates{kFirst, kSecond};
+    const std::vector<Address> none;
+    prefetch.add(std::span(tstates), ops, 64,
+                 [&](Address) -> const std::vector<Address>& { return none; });
+    EXPECT_EQ(ops.size(), 2u);
+    prefetch.done(true);
+    prefetch.forget(kFirst);
+    EXPECT_EQ(prefetch.take(kFirst, kChunkA, 256), nullptr);
+    EXPECT_NE(prefetch.take(kSecond, kChunkB, 256), nullptr);
+}
 
 } // namespace

@@ -121,8 +121,10 @@ class StackWalker {
     // reads (`tstates`), after those reads: the chunk is copied after its frame pointer was read.
     virtual void add_prefetch(std::span<const Address> /*tstates*/,
                               std::vector<process::ReadOp>& /*ops*/) {}
-    // Whether that batch was read; any other read of a thread's state drops what it holds.
+    // Whether that batch was read.
     virtual void prefetch_done(bool /*read*/) {}
+    // The state of `tstate` was read again since: what the batch holds for it is dropped.
+    virtual void prefetch_forget(Address /*tstate*/) {}
 };
 
 // The walker for the target's frame model.
