@@ -52,7 +52,6 @@ ThreadSchedule::observe(process::TaskStatReader& stat, pid_t tid, const Schedule
         if (auto mark = run_on(query, tid)) {
             state = 'R';
             run = *mark;
-            delay_ns = delay_ns_;
             pass.running_by_events = true;
         }
     }
