@@ -22,6 +22,7 @@ bool read_sample(Block& block, std::uint8_t tag) {
     Decoder& d = block.d;
     Cursor& in = block.in;
     model::Sample sample;
+    sample.new_calls = d.version >= 5 ? 0 : model::kCallsUnknown; // older files do not say
     std::int64_t thread = d.thread + 1 + unzigzag(in.varint());
     if (thread < 0 || static_cast<std::uint64_t>(thread) >= d.threads) return false;
     sample.key.thread = static_cast<std::uint32_t>(thread);
@@ -40,7 +41,8 @@ bool read_sample(Block& block, std::uint8_t tag) {
     sample.key.labels = labels;
     if (tag & kHasExtra) {
         std::uint8_t extra = in.byte();
-        const std::uint8_t known = kStatusMask | kHasWait | (d.version >= 4 ? kHasLabels : 0);
+        const std::uint8_t known = kStatusMask | kHasWait | (d.version >= 4 ? kHasLabels : 0) |
+                                   (d.version >= 5 ? kHasNewCalls : 0);
         if ((extra & kStatusMask) > 2 || (extra & ~known)) return false;
         sample.status = static_cast<model::StackStatus>(extra & kStatusMask);
         if (extra & kHasWait) {
@@ -52,6 +54,12 @@ bool read_sample(Block& block, std::uint8_t tag) {
             std::uint64_t label_set = in.varint();
             if (label_set >= d.label_sets.size()) return false;
             sample.key.labels = d.label_sets[label_set];
+        }
+        if (extra & kHasNewCalls) {
+            std::uint64_t calls = in.varint();
+            if (calls >= model::kCallsUnknown) return false;
+            sample.new_calls =
+                calls == 0 ? model::kCallsUnknown : static_cast<std::uint16_t>(calls);
         }
     }
     if (!in.ok()) return false;
@@ -130,6 +138,8 @@ RecordDecoder record_decoder(std::uint16_t version) noexcept {
         return decode_record_v3;
     case 4:
         return decode_record_v4;
+    case 5:
+        return decode_record_v5;
     default:
         return nullptr;
     }

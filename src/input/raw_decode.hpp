@@ -71,6 +71,7 @@ bool decode_record_v1(Block& block, std::uint8_t tag);
 bool decode_record_v2(Block& block, std::uint8_t tag);
 bool decode_record_v3(Block& block, std::uint8_t tag);
 bool decode_record_v4(Block& block, std::uint8_t tag);
+bool decode_record_v5(Block& block, std::uint8_t tag);
 
 // The decoder of a format version; nullptr for one this spyglass does not read.
 RecordDecoder record_decoder(std::uint16_t version) noexcept;

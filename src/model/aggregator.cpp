@@ -22,8 +22,13 @@ void Aggregator::thread(std::uint32_t index, const ThreadInfo& info) {
     threads_[index] = info;
 }
 
+void Aggregator::track_calls(bool per_thread) {
+    calls_ = std::make_unique<CallTracker>(frames_, stacks_, per_thread);
+}
+
 void Aggregator::sample(const Sample& sample) {
     ++kept_;
+    if (calls_) calls_->sample(sample);
     Totals& totals = totals_by_key_[sample.key];
     ++totals.count;
     totals.weight_ns += sample.weight_ns;
@@ -69,6 +74,7 @@ Profile Aggregator::profile(const DisplayOptions& display) const {
                                                            b.key.gil, b.key.wait, b.key.labels);
               });
     profile.timeline = timeline_;
+    if (calls_) profile.calls = calls_->table();
     return profile;
 }
 

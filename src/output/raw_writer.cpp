@@ -267,6 +267,8 @@ void RawWriter::sample(const model::Sample& sample) {
     const bool new_labels =
         header_.format_version >= 4 && key.labels.value != s.last_labels[key.thread];
     if (new_labels) extra |= raw::kHasLabels;
+    const bool new_calls = header_.format_version >= 5 && sample.new_calls != 0;
+    if (new_calls) extra |= raw::kHasNewCalls;
     if (extra != 0) flags |= raw::kHasExtra;
     if (sample.time_ns != s.time_ns) flags |= raw::kHasTime;
     s.records.push_back(static_cast<char>(flags));
@@ -281,6 +283,9 @@ void RawWriter::sample(const model::Sample& sample) {
         s.records.push_back(static_cast<char>(extra));
         if (extra & raw::kHasWait) raw::put_varint(s.records, key.wait.value);
         if (new_labels) raw::put_varint(s.records, key.labels.value);
+        if (new_calls)
+            raw::put_varint(s.records,
+                            sample.new_calls == model::kCallsUnknown ? 0 : sample.new_calls);
     }
     if (new_labels) s.last_labels[key.thread] = key.labels.value;
     s.thread = key.thread;

@@ -81,7 +81,8 @@ class InterpreterFrameWalker final : public StackWalker {
             if (out.link_count == kMaxFrames)
                 return fail(out, StackEnd::too_deep, {Errc::corrupt, frame});
             if (visited_.insert(frame)) return fail(out, StackEnd::cycle, {Errc::corrupt, frame});
-            const std::uint8_t* bytes = find_local(frame);
+            std::span<const std::uint8_t> local = local_span(frame);
+            const std::uint8_t* bytes = local.data();
             bool in_chunk = bytes != nullptr;
             if (!in_chunk) {
                 if (const std::uint8_t* known = speculated_outside(frame)) {
@@ -103,8 +104,9 @@ class InterpreterFrameWalker final : public StackWalker {
                                      current_chunk_size_ - o.chunk_data)) {
                         in_chunk = true;
                     } else if (copy_older_chunk(frame)) {
-                        if (const std::uint8_t* copied = find_local(frame)) {
-                            bytes = copied;
+                        local = local_span(frame);
+                        if (local.data() != nullptr) {
+                            bytes = local.data();
                             in_chunk = true;
                         }
                     }
@@ -149,6 +151,7 @@ class InterpreterFrameWalker final : public StackWalker {
                                      *into / 2, std::numeric_limits<std::int32_t>::max()));
             raw.flags = owner == o.owner_generator ? RawFrame::generator : 0;
             raw.anchor = 0;
+            hash_arguments(local, raw);
             if (o.iframe_is_entry != kAbsent &&
                 header.field_or_zero<std::uint8_t>(o.iframe_is_entry) != 0) {
                 // 3.11: the innermost run is the eval call of the thread's _PyCFrame.
@@ -378,10 +381,30 @@ class InterpreterFrameWalker final : public StackWalker {
         return -1;
     }
 
-    const std::uint8_t* find_local(Address frame) const {
+    // The copied bytes from `frame` to the end of its chunk's copy; empty when no chunk holds
+    // it.
+    std::span<const std::uint8_t> local_span(Address frame) const {
         for (const Chunk& chunk : chunks_)
-            if (holds(chunk, frame)) return buffer_.data() + chunk.at + (frame - chunk.base);
-        return nullptr;
+            if (holds(chunk, frame))
+                return {buffer_.data() + chunk.at + (frame - chunk.base),
+                        chunk.length - (frame - chunk.base)};
+        return {};
+    }
+
+    const std::uint8_t* find_local(Address frame) const { return local_span(frame).data(); }
+
+    // A byte of a hash of each of the first three local slots, where the frame's arguments
+    // are, when the copy holds them: what tells one call from the next at the same address.
+    void hash_arguments(std::span<const std::uint8_t> local, RawFrame& raw) const {
+        if (layout_.off.iframe_localsplus == kAbsent) return;
+        StructView view(local.data(), local.size());
+        for (std::uint64_t slot = 0; slot < 3; ++slot) {
+            auto word =
+                view.field<std::uint64_t>(std::uint64_t{layout_.off.iframe_localsplus} + 8 * slot);
+            if (!word) return;
+            raw.arg_hash[slot] = static_cast<std::uint8_t>((*word * 0x9E3779B97F4A7C15ull) >> 56);
+        }
+        raw.flags |= RawFrame::args;
     }
 
     process::RemoteMemory& memory_;

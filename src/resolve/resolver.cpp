@@ -150,6 +150,7 @@ void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawF
         label_sources_.empty() ? static_label_set_ : sourced_labels(capture, thread);
     if (capture.same_stack && thread.have_last) {
         sample.key.stack = thread.last_stack;
+        sample.new_calls = 0; // it has not run since
         unreadable_samples_ += thread.last_unreadable;
     } else if (capture.outcome == CaptureOutcome::torn || capture.same_stack) {
         // (A same-stack capture whose previous stack is not known has no frames to resolve.)
@@ -159,6 +160,14 @@ void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawF
     } else {
         sample.status = resolve_stack(capture, frames, bytes, *process);
         sample.key.stack = stacks_.intern(ids_);
+        // A torn or cut stack cannot say which calls are new; the next whole one is compared
+        // with the last whole one.
+        if (sample.status == model::StackStatus::ok)
+            sample.new_calls =
+                thread.calls.next(frames, process->stacks->kept(), [&](process::Address code) {
+                    const python::CodeInfo* info = process->stacks->code(code);
+                    return info == nullptr ? 0 : info->argcount;
+                });
         // Whatever it resolved to (a code object gone, an unreadable one, a loop) is what the
         // thread's next same-stack captures stand for: they have not run since.
         thread.last_stack = sample.key.stack;

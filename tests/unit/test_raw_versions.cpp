@@ -1,6 +1,7 @@
 // Each raw format version's decoder on a small recording built here byte by byte
 // (docs/raw-format.md), not by the writer: version 1's frames without a module, version 2's
-// module and build-id records, version 3's process record, version 4's label sets; and each
+// module and build-id records, version 3's process record, version 4's label sets, version 5's
+// new calls; and each
 // version refuses the records of the versions after it.
 #include <string>
 #include <vector>
@@ -196,6 +197,47 @@ TEST(RawVersions, Version4ReadsLabelSets) {
     EXPECT_TRUE(status.damaged);
     sample_labels_read(3, one_sample(kLabelStrings, kModuleFrame) + labelled_sample('\x00'),
                        status);
+    EXPECT_TRUE(status.damaged);
+}
+
+// What a hand-built file's samples say of their new calls, one number per sample (-1: not known).
+std::vector<int> new_calls_read(std::uint16_t version, const std::string& records,
+                                output::RawReadStatus& status) {
+    auto reader = output::RawReader::from_memory(hand_built_recording(version, records));
+    if (!reader) return {-2};
+    struct NewCalls final : model::SampleSink {
+        std::vector<int> calls;
+        void thread(std::uint32_t, const model::ThreadInfo&) override {}
+        void sample(const model::Sample& s) override {
+            calls.push_back(s.new_calls == model::kCallsUnknown ? -1 : s.new_calls);
+        }
+    } sink;
+    status = (*reader)->replay(sink);
+    return sink.calls;
+}
+
+// An on-CPU sample of thread 0 on stack 1, 1000 ns, its extra byte saying `calls` new calls.
+std::string sample_with_new_calls(const std::string& calls) {
+    return std::string("\xa1\x01\x01\xe8\x07\x10", 6) + calls;
+}
+
+TEST(RawVersions, Version5ReadsNewCalls) {
+    const std::string base = one_sample("", kModuleFrame);
+    output::RawReadStatus status;
+    // one_sample's own sample has no extra byte: no new call (version 5), not known (4).
+    EXPECT_EQ(new_calls_read(5,
+                             base + sample_with_new_calls("\x03") + kPlainSample +
+                                 sample_with_new_calls(std::string(1, '\0')) +
+                                 sample_with_new_calls("\x81\x01"),
+                             status),
+              (std::vector<int>{0, 3, 0, -1, 129}));
+    EXPECT_TRUE(status.complete) << status.problem;
+    EXPECT_EQ(new_calls_read(4, base + kPlainSample, status), (std::vector<int>{-1, -1}));
+    EXPECT_TRUE(status.complete) << status.problem;
+    // Damage: the flag in a version 4 file, a count that is the "not known" value or above.
+    new_calls_read(4, base + sample_with_new_calls("\x03"), status);
+    EXPECT_TRUE(status.damaged);
+    new_calls_read(5, base + sample_with_new_calls("\xff\xff\x03"), status);
     EXPECT_TRUE(status.damaged);
 }
 

@@ -2,9 +2,11 @@
 // (and, for speedscope, by the run-length encoded timeline), not by the recording's length.
 #pragma once
 
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
+#include "spyglass/model/calls.hpp"
 #include "spyglass/model/profile.hpp"
 #include "spyglass/model/sample.hpp"
 
@@ -19,6 +21,8 @@ class Aggregator final : public SampleSink {
     void thread(std::uint32_t index, const ThreadInfo& info) override;
     void sample(const Sample& sample) override;
     void finish(const RecordingTotals& totals) override { totals_ = totals; }
+    // Follow calls too (-f calls, report --calls): Profile::calls. Before the first sample.
+    void track_calls(bool per_thread);
 
     // The profile so far (copies the aggregated counts; the tables are shared).
     [[nodiscard]] Profile profile(const DisplayOptions& display) const;
@@ -42,6 +46,7 @@ class Aggregator final : public SampleSink {
     std::vector<TimelineEntry> timeline_;
     std::vector<std::int64_t> last_timeline_entry_; // per thread: index into timeline_, or -1
     std::uint64_t kept_ = 0;
+    std::unique_ptr<CallTracker> calls_;
 };
 
 } // namespace spyglass::model

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "spyglass/model/calls.hpp"
 #include "spyglass/model/frame_table.hpp"
 #include "spyglass/model/recording.hpp"
 #include "spyglass/model/sample.hpp"
@@ -37,9 +38,14 @@ struct LabelOptions {
 };
 
 // Display choices of the command line (not facts of the recording).
+// How -f calls writes its table: chosen by -o's extension (.json, .svg, else text).
+enum class CallsStyle : std::uint8_t { table, json, svg };
+
 struct DisplayOptions {
     bool per_thread_roots = false; // --threads: a root frame per thread
     LabelOptions labels;
+    CallsStyle calls_style = CallsStyle::table;
+    std::size_t calls_top = 0; // -f calls / --calls: the slowest N functions (0: all)
 };
 
 struct Profile {
@@ -49,6 +55,7 @@ struct Profile {
     std::vector<ThreadInfo> threads;
     std::vector<AggregatedSample> samples;
     std::vector<TimelineEntry> timeline; // empty unless it was asked for (speedscope)
+    CallTable calls;                     // empty unless it was asked for (-f calls)
     RecordingInfo info;
     RecordingTotals totals;
     DisplayOptions display;

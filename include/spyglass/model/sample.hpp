@@ -42,12 +42,20 @@ struct SampleKeyHash {
     }
 };
 
+// Sample::new_calls when the sample cannot say which of its calls are new (a torn or truncated
+// stack, a raw recording of format version 4 or older).
+inline constexpr std::uint16_t kCallsUnknown = 0xFFFF;
+
 struct Sample {
     SampleKey key;
     std::uint64_t time_ns = 0;   // since the recording started
     std::uint64_t weight_ns = 0; // the time it stands for: since the thread's previous look
     std::uint64_t cpu_ns = 0;    // CPU time the thread used since its previous sample
     StackStatus status = StackStatus::ok;
+    // How many of the stack's innermost Python frames are calls begun since the thread's
+    // previous sample; the others (toward the root) are the calls that sample saw, still running
+    // (docs/calls.md). The thread's first sample: all of them.
+    std::uint16_t new_calls = kCallsUnknown;
 };
 
 // Where samples go: the aggregator behind the file formats, the top view. All calls come from

@@ -24,7 +24,7 @@ namespace spyglass::output {
 // Version 2 added a native frame's module and the modules' build-ids, version 3 the process
 // record (each process's Python version, also in a file cut before its end), version 4 the
 // samples' label sets; versions 1 to 3 are read.
-inline constexpr std::uint16_t kRawFormatVersion = 4;
+inline constexpr std::uint16_t kRawFormatVersion = 5;
 
 // What a raw file says about itself besides the recording's start event.
 struct RawHeader {

@@ -44,7 +44,15 @@ enum SampleFlag : std::uint8_t {
 };
 // kHasLabels (format 4): a label set id follows the wait's: the label set of this sample and of
 // its thread's next ones until another says otherwise (0 at the start and after a reset).
-enum ExtraFlag : std::uint8_t { kStatusMask = 0x03, kHasWait = 0x04, kHasLabels = 0x08 };
+// kHasNewCalls (format 5): a varint follows the label set's: how many of the stack's innermost
+// Python frames are calls begun since the thread's previous sample (model::Sample::new_calls), 0
+// when not known. Without it: none (a version 5 sample), not known (older versions).
+enum ExtraFlag : std::uint8_t {
+    kStatusMask = 0x03,
+    kHasWait = 0x04,
+    kHasLabels = 0x08,
+    kHasNewCalls = 0x10,
+};
 
 inline void put_u16(std::string& out, std::uint16_t v) {
     out.push_back(static_cast<char>(v & 0xff));

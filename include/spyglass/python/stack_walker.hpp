@@ -20,11 +20,17 @@ struct RawFrame {
     enum Flags : std::uint8_t {
         entry = 1,     // the outermost frame of one C-level call of the eval loop
         generator = 2, // lives in a generator or coroutine object
+        args = 4,      // arg_hash holds its first three local slots (3.11+, frames in a chunk)
     };
     Address code = 0;
     Address frame = 0;       // the frame's own address (for --locals and consistency checks)
     std::int32_t offset = 0; // bytes (up to 3.10) or code units (3.11+); -1 = not started
     std::uint8_t flags = 0;
+    // A byte of a hash of each of the frame's first three local slots, where its arguments are
+    // (3.11+: localsplus[0..2]), as the walk found them: a different byte at the same frame
+    // address and offset is another call of the same code (docs/calls.md). The resolver
+    // compares only the slots the code's argcount says are arguments.
+    std::uint8_t arg_hash[3] = {0, 0, 0};
     // A hash of the code object's header as the capture read it (0 until then): tells the
     // resolver, later, whether the code object at `code` is still the one that ran.
     std::uint64_t code_check = 0;
@@ -35,6 +41,7 @@ struct RawFrame {
     // links lead to the outer runs' in a copy of the stack. 0 when not known.
     Address anchor = 0;
 };
+static_assert(sizeof(RawFrame) == 40, "a RawFrame travels the capture queue by the thousand");
 
 enum class StackEnd : std::uint8_t {
     complete,     // reached the end of the chain

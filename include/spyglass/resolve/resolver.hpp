@@ -18,6 +18,7 @@
 #include "spyglass/model/sample.hpp"
 #include "spyglass/python/objects.hpp"
 #include "spyglass/python/target.hpp"
+#include "spyglass/resolve/call_identity.hpp"
 #include "spyglass/resolve/native_resolve.hpp"
 #include "spyglass/resolve/stack_resolve.hpp"
 #include "spyglass/resolve/wait_resolve.hpp"
@@ -95,6 +96,7 @@ class Resolver {
         std::array<std::uint64_t, kMaxSourcedLabels> label_words{};
         model::LabelSetId label_set{};
         std::uint64_t label_tables = ~0ull;
+        CallIdentity calls; // which calls of its samples are new
     };
     ProcessEntry* process_entry(std::uint32_t slot);
     // A process added or retired, a thread seen.

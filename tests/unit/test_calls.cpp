@@ -1,0 +1,220 @@
+// Calls from samples: the duration histogram, the tracker that turns a thread's samples into
+// calls (model/calls.hpp) and the resolver's rule for which calls are new
+// (resolve/call_identity.hpp).
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "spyglass/model/calls.hpp"
+#include "spyglass/resolve/call_identity.hpp"
+
+namespace {
+
+using namespace spyglass;
+using model::CallStats;
+using model::Sample;
+
+TEST(DurationHistogram, QuantilesAreWithinABucket) {
+    model::DurationHistogram histogram;
+    for (int i = 0; i < 90; ++i)
+        histogram.add(20'000'000 + static_cast<std::uint64_t>(i) * 10'000); // 20.00-20.89 ms
+    for (int i = 0; i < 10; ++i)
+        histogram.add(200'000'000 + static_cast<std::uint64_t>(i) * 100'000);
+    EXPECT_EQ(histogram.count(), 100u);
+    EXPECT_NEAR(static_cast<double>(histogram.quantile(0.5)), 20.45e6, 0.025 * 20.45e6);
+    EXPECT_NEAR(static_cast<double>(histogram.quantile(0.9)), 20.9e6, 0.025 * 20.9e6);
+    EXPECT_NEAR(static_cast<double>(histogram.quantile(0.99)), 200.9e6, 0.025 * 200.9e6);
+    EXPECT_EQ(histogram.quantile(1.0), histogram.max_ns());
+    EXPECT_EQ(histogram.max_ns(), 200'900'000u);
+    EXPECT_EQ(histogram.min_ns(), 20'000'000u);
+    // Buckets are under 2.2% wide, edges belong to the bucket they start.
+    for (std::size_t i = 1; i < 400; ++i) {
+        std::uint64_t lower = model::DurationHistogram::bucket_lower_ns(i);
+        std::uint64_t upper = model::DurationHistogram::bucket_lower_ns(i + 1);
+        EXPECT_LT(static_cast<double>(upper), 1.022 * static_cast<double>(lower) + 1) << i;
+        EXPECT_EQ(model::DurationHistogram::bucket_of(upper - 1), i) << i;
+    }
+    EXPECT_EQ(model::DurationHistogram::bucket_of(0), 0u);
+    EXPECT_EQ(model::DurationHistogram::bucket_of(~0ull),
+              model::DurationHistogram::bucket_of(~0ull - 1));
+    // Coarse buckets add up to the count, ascending and disjoint.
+    std::uint64_t total = 0, last_upper = 0;
+    for (const auto& bucket : histogram.buckets(4)) {
+        EXPECT_GE(bucket.lower_ns, last_upper);
+        EXPECT_LT(bucket.lower_ns, bucket.upper_ns);
+        last_upper = bucket.upper_ns;
+        total += bucket.count;
+    }
+    EXPECT_EQ(total, 100u);
+    EXPECT_EQ(model::DurationHistogram{}.quantile(0.5), 0u);
+}
+
+// A thread's samples, 1 ms apart, built from function names (root first) and new-call counts.
+class Tracker : public ::testing::Test {
+  protected:
+    model::FrameTable frames;
+    model::StackTable stacks;
+    model::CallTracker tracker{frames, stacks, false};
+    std::uint64_t time_ns = 0;
+
+    model::FrameId frame(const char* function, int line) {
+        model::Frame f;
+        f.function = frames.strings().intern(function);
+        f.file = frames.strings().intern("shop.py");
+        f.first_line = 1;
+        f.line = line;
+        return frames.intern(f);
+    }
+    // `root_first`: function names; `fresh`: how many innermost ones are new calls.
+    void sample(std::vector<const char*> root_first, std::uint16_t fresh, std::uint32_t thread = 0,
+                model::StackStatus status = model::StackStatus::ok) {
+        std::vector<model::FrameId> ids;
+        for (std::size_t i = root_first.size(); i-- > 0;)
+            ids.push_back(frame(root_first[i], static_cast<int>(i) * 10));
+        Sample s;
+        s.key.thread = thread;
+        s.key.stack = stacks.intern(ids);
+        time_ns += 1'000'000;
+        s.time_ns = time_ns;
+        s.weight_ns = 1'000'000;
+        s.cpu_ns = 250'000;
+        s.status = status;
+        s.new_calls = fresh;
+        tracker.sample(s);
+    }
+    const CallStats& stats(const model::CallTable& table, const char* function) {
+        for (const CallStats& s : table.functions)
+            if (frames.strings().view(s.function) == function) return s;
+        static CallStats none;
+        ADD_FAILURE() << function << " not in the table";
+        return none;
+    }
+};
+
+TEST_F(Tracker, RunsOfSamplesAreCalls) {
+    // main -> place -> record: three calls of record (20, 1 and 3 samples), the last two of
+    // them back to back; place is one call of 25 samples; main runs throughout.
+    sample({"main", "place", "record"}, 3); // the thread's first sample: all open from before
+    sample({"main", "loop"}, 1);
+    for (int i = 0; i < 20; ++i)
+        sample({"main", "place", "record"}, i == 0 ? 2 : 0);
+    sample({"main", "place"}, 0);
+    sample({"main", "place", "record"}, 1);
+    for (int i = 0; i < 3; ++i)
+        sample({"main", "place", "record"}, i == 0 ? 1 : 0);
+    sample({"main", "loop"}, 1);
+    model::CallTable table = tracker.table();
+    EXPECT_TRUE(table.known);
+    const CallStats& record = stats(table, "record");
+    EXPECT_EQ(record.calls, 3u);
+    EXPECT_EQ(record.short_calls, 1u);
+    EXPECT_EQ(record.back_to_back, 1u);
+    EXPECT_EQ(record.open_calls, 1u); // the one running at the first sample
+    EXPECT_EQ(record.durations.count(), 2u);
+    EXPECT_EQ(record.durations.max_ns(), 20'000'000u);
+    EXPECT_EQ(record.durations.min_ns(), 3'000'000u);
+    EXPECT_EQ(record.total_ns, 25'000'000u);
+    EXPECT_EQ(record.self_ns, 25'000'000u);
+    EXPECT_EQ(record.cpu_ns, 25 * 250'000u);
+    const CallStats& place = stats(table, "place");
+    EXPECT_EQ(place.calls, 1u);
+    EXPECT_EQ(place.durations.max_ns(), 25'000'000u);
+    EXPECT_EQ(place.self_ns, 1'000'000u); // the one sample where it was innermost
+    EXPECT_EQ(place.total_ns, 26'000'000u);
+    const CallStats& main = stats(table, "main");
+    EXPECT_EQ(main.calls, 0u);
+    EXPECT_EQ(main.open_calls, 1u); // still running: no duration
+    EXPECT_EQ(stats(table, "loop").calls, 1u);
+    EXPECT_EQ(stats(table, "loop").open_calls, 1u);
+}
+
+TEST_F(Tracker, UnknownSamplesNeitherEndNorBeginCalls) {
+    sample({"main"}, 1);
+    sample({"main", "work"}, 1);
+    sample({"main", "work"}, 0);
+    sample({}, model::kCallsUnknown, 0, model::StackStatus::torn);
+    sample({"main", "work"}, 0);
+    sample({"main"}, 0);
+    model::CallTable table = tracker.table();
+    EXPECT_EQ(table.samples_without_identity, 1u);
+    EXPECT_EQ(stats(table, "work").calls, 1u);
+    EXPECT_EQ(stats(table, "work").durations.max_ns(), 4'000'000u); // the torn sample's time too
+    // A count larger than the stack, or a kept frame of another function, ends calls all the same.
+    sample({"main", "work"}, 1);
+    sample({"main", "other"}, 0); // said to continue, but another function: a new call
+    sample({"main", "work"}, 40);
+    sample({"main"}, 0);
+    table = tracker.table();
+    EXPECT_EQ(stats(table, "other").calls, 1u);
+    EXPECT_EQ(stats(table, "work").calls, 3u);
+}
+
+TEST_F(Tracker, ThreadsAreFollowedApartAndRecursionCountsOnce) {
+    sample({"main"}, 1, 0);
+    sample({"main"}, 1, 1);
+    sample({"main", "f", "f"}, 2, 0);
+    sample({"main", "g"}, 1, 1);
+    sample({"main", "f", "f"}, 0, 0);
+    sample({"main", "g"}, 0, 1);
+    sample({"main"}, 0, 0);
+    sample({"main"}, 0, 1);
+    model::CallTable table = tracker.table();
+    const CallStats& f = stats(table, "f");
+    EXPECT_EQ(f.calls, 2u);            // the outer call and the inner one
+    EXPECT_EQ(f.total_ns, 2'000'000u); // once per sample
+    EXPECT_EQ(f.self_ns, 2'000'000u);
+    EXPECT_EQ(stats(table, "g").calls, 1u); // thread 1's, not ended by thread 0's samples
+    EXPECT_EQ(stats(table, "g").durations.max_ns(), 2'000'000u);
+    EXPECT_FALSE(model::CallTracker(frames, stacks, false).table().known);
+}
+
+TEST(CallIdentity, NewFramesArgumentsAndCallers) {
+    auto frame = [](python::Address at, python::Address code, std::int32_t offset,
+                    std::uint8_t arg0, std::uint8_t arg1) {
+        python::RawFrame raw;
+        raw.frame = at;
+        raw.code = code;
+        raw.offset = offset;
+        raw.code_check = code * 3;
+        raw.flags = python::RawFrame::args;
+        raw.arg_hash[0] = arg0;
+        raw.arg_hash[1] = arg1;
+        return raw;
+    };
+    auto argcount = [](python::Address code) { return code == 0x300 ? 1 : 2; };
+    sampling::CallIdentity identity;
+    const std::uint32_t kept[] = {0, 1, 2}; // innermost first
+    // handler(self, request) at 0x2000 calls slow() at 0x3000; main at 0x1000.
+    std::vector<python::RawFrame> stack = {frame(0x3000, 0x300, 10, 1, 9),
+                                           frame(0x2000, 0x200, 8, 5, 6),
+                                           frame(0x1000, 0x100, 4, 0, 0)};
+    EXPECT_EQ(identity.next(stack, kept, argcount), 3u); // the first sample: all new
+    EXPECT_EQ(identity.next(stack, kept, argcount), 0u);
+    // slow's second slot is not an argument (argcount 1): not a new call.
+    stack[0].arg_hash[1] = 7;
+    EXPECT_EQ(identity.next(stack, kept, argcount), 0u);
+    // The handler's request changed at the same offset: a new request, slow is new too.
+    stack[1].arg_hash[1] = 7;
+    EXPECT_EQ(identity.next(stack, kept, argcount), 2u);
+    // ... but further on in its code it is the handler assigning its own argument.
+    stack[1].arg_hash[1] = 8;
+    stack[1].offset = 12;
+    EXPECT_EQ(identity.next(stack, kept, argcount), 0u);
+    // Another code object at the same frame address; then another frame address.
+    stack[0].code = 0x301;
+    EXPECT_EQ(identity.next(stack, kept, argcount), 1u);
+    stack[2].frame = 0x1008;
+    EXPECT_EQ(identity.next(stack, kept, argcount), 3u);
+    // Without the arguments (a generator frame, 3.10 and older): frames and code only.
+    for (auto& raw : stack)
+        raw.flags = 0;
+    EXPECT_EQ(identity.next(stack, kept, argcount), 0u);
+    stack[1].arg_hash[0] = 99;
+    EXPECT_EQ(identity.next(stack, kept, argcount), 0u);
+    // Only the kept frames count: a frame left out (not started) is not compared.
+    const std::uint32_t outer_two[] = {1, 2};
+    EXPECT_EQ(identity.next(stack, outer_two, argcount), 0u);
+}
+
+} // namespace
