@@ -166,7 +166,7 @@ void Resolver::handle(const ThreadCapture& capture, std::span<const python::RawF
             sample.new_calls =
                 thread.calls.next(frames, process->stacks->kept(), [&](process::Address code) {
                     const python::CodeInfo* info = process->stacks->code(code);
-                    return info == nullptr ? 0 : info->argcount;
+                    return info == nullptr ? std::uint8_t{0} : info->stable_args;
                 });
         // Whatever it resolved to (a code object gone, an unreadable one, a loop) is what the
         // thread's next same-stack captures stand for: they have not run since.

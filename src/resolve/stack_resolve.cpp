@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "spyglass/python/arg_slots.hpp"
+
 namespace spyglass::sampling {
 
 namespace {
@@ -80,6 +82,9 @@ StackResolver::CodeEntry* StackResolver::code_for(const python::RawFrame& raw) {
         info.local_names = info.local_kinds = 0;
         entry.unreadable = true;
         ++stats_.code_unreadable;
+    } else {
+        entry.info.stable_args =
+            python::read_stable_argument_slots(*memory_, target_.layout, raw.code, entry.info);
     }
     entry.hash = python::fingerprint_hash(entry.info.fingerprint);
     // Read after the capture: it must still be the object the capture saw.

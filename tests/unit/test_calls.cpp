@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "spyglass/model/calls.hpp"
+#include "spyglass/python/arg_slots.hpp"
 #include "spyglass/resolve/call_identity.hpp"
 
 namespace {
@@ -182,39 +183,75 @@ TEST(CallIdentity, NewFramesArgumentsAndCallers) {
         raw.arg_hash[1] = arg1;
         return raw;
     };
-    auto argcount = [](python::Address code) { return code == 0x300 ? 1 : 2; };
+    // slow (0x300) takes one argument; the handler (0x200) two, the second of which it
+    // assigns to itself: only its first slot tells calls apart; main takes none.
+    auto stable = [](python::Address code) -> std::uint8_t {
+        return code == 0x300 ? 0b1 : code == 0x200 ? 0b01 : 0;
+    };
     sampling::CallIdentity identity;
     const std::uint32_t kept[] = {0, 1, 2}; // innermost first
     // handler(self, request) at 0x2000 calls slow() at 0x3000; main at 0x1000.
     std::vector<python::RawFrame> stack = {frame(0x3000, 0x300, 10, 1, 9),
                                            frame(0x2000, 0x200, 8, 5, 6),
                                            frame(0x1000, 0x100, 4, 0, 0)};
-    EXPECT_EQ(identity.next(stack, kept, argcount), 3u); // the first sample: all new
-    EXPECT_EQ(identity.next(stack, kept, argcount), 0u);
-    // slow's second slot is not an argument (argcount 1): not a new call.
+    EXPECT_EQ(identity.next(stack, kept, stable), 3u); // the first sample: all new
+    EXPECT_EQ(identity.next(stack, kept, stable), 0u);
+    // slow's second slot is not an argument: not a new call.
     stack[0].arg_hash[1] = 7;
-    EXPECT_EQ(identity.next(stack, kept, argcount), 0u);
-    // The handler's request changed at the same offset: a new request, slow is new too.
+    EXPECT_EQ(identity.next(stack, kept, stable), 0u);
+    // The handler's own assignment to its second slot is not a new call either, wherever it is.
     stack[1].arg_hash[1] = 7;
-    EXPECT_EQ(identity.next(stack, kept, argcount), 2u);
-    // ... but further on in its code it is the handler assigning its own argument.
-    stack[1].arg_hash[1] = 8;
-    stack[1].offset = 12;
-    EXPECT_EQ(identity.next(stack, kept, argcount), 0u);
+    stack[1].offset = 4;
+    EXPECT_EQ(identity.next(stack, kept, stable), 0u);
+    // Another object in its first slot is: the handler and slow are new, at any offset.
+    stack[1].arg_hash[0] = 77;
+    stack[1].offset = 30;
+    EXPECT_EQ(identity.next(stack, kept, stable), 2u);
+    EXPECT_EQ(identity.next(stack, kept, stable), 0u);
     // Another code object at the same frame address; then another frame address.
     stack[0].code = 0x301;
-    EXPECT_EQ(identity.next(stack, kept, argcount), 1u);
+    EXPECT_EQ(identity.next(stack, kept, stable), 1u);
     stack[2].frame = 0x1008;
-    EXPECT_EQ(identity.next(stack, kept, argcount), 3u);
+    EXPECT_EQ(identity.next(stack, kept, stable), 3u);
     // Without the arguments (a generator frame, 3.10 and older): frames and code only.
     for (auto& raw : stack)
         raw.flags = 0;
-    EXPECT_EQ(identity.next(stack, kept, argcount), 0u);
+    EXPECT_EQ(identity.next(stack, kept, stable), 0u);
     stack[1].arg_hash[0] = 99;
-    EXPECT_EQ(identity.next(stack, kept, argcount), 0u);
+    EXPECT_EQ(identity.next(stack, kept, stable), 0u);
     // Only the kept frames count: a frame left out (not started) is not compared.
     const std::uint32_t outer_two[] = {1, 2};
-    EXPECT_EQ(identity.next(stack, outer_two, argcount), 0u);
+    EXPECT_EQ(identity.next(stack, outer_two, stable), 0u);
+}
+
+TEST(ArgumentSlots, SlotsTheCodeWritesDoNotTellCallsApart) {
+    using python::stable_argument_slots;
+    const python::PythonVersion v311{3, 11, 0}, v312{3, 12, 0}, v313{3, 13, 0}, v315{3, 15, 0};
+    // LOAD_FAST 0, RETURN_VALUE: no writes; up to three arguments count.
+    const std::uint8_t reads[] = {124, 0, 83, 0};
+    EXPECT_EQ(stable_argument_slots(v311, reads, 2), 0b011);
+    EXPECT_EQ(stable_argument_slots(v311, reads, 5), 0b111);
+    EXPECT_EQ(stable_argument_slots(v311, reads, 0), 0);
+    // 3.11/3.12 STORE_FAST 1, 3.12 LOAD_FAST_AND_CLEAR 2, 3.11 MAKE_CELL 0.
+    const std::uint8_t store1[] = {125, 1, 83, 0};
+    EXPECT_EQ(stable_argument_slots(v312, store1, 3), 0b101);
+    const std::uint8_t clear2[] = {143, 2};
+    EXPECT_EQ(stable_argument_slots(v312, clear2, 3), 0b011);
+    const std::uint8_t cell0[] = {135, 0};
+    EXPECT_EQ(stable_argument_slots(v311, cell0, 3), 0b110);
+    // 3.12's specialized STORE_FAST__STORE_FAST in adaptive code.
+    const std::uint8_t super[] = {158, 0, 125, 2};
+    EXPECT_EQ(stable_argument_slots(v312, super, 3), 0b010);
+    // 3.13 STORE_FAST_STORE_FAST (0 << 4 | 2): two slots in one argument; 3.15's STORE_FAST.
+    const std::uint8_t pair[] = {112, 0x02};
+    EXPECT_EQ(stable_argument_slots(v313, pair, 3), 0b010);
+    const std::uint8_t store315[] = {111, 1};
+    EXPECT_EQ(stable_argument_slots(v315, store315, 3), 0b101);
+    // 3.11's STORE_FAST number is not 3.13's: the table is per minor.
+    EXPECT_EQ(stable_argument_slots(v313, store1, 3), 0b111);
+    // A version whose opcodes are not known: no argument tells calls apart.
+    EXPECT_EQ(stable_argument_slots({3, 16, 0}, reads, 3), 0);
+    EXPECT_EQ(stable_argument_slots({3, 10, 0}, reads, 3), 0);
 }
 
 } // namespace

@@ -52,6 +52,9 @@ struct CodeInfo {
     std::int32_t nlocals = 0; // co_nlocals (<= 3.10) or co_nlocalsplus (3.11+)
     Address local_names = 0;  // tuple: co_varnames (<= 3.10) or co_localsplusnames
     Address local_kinds = 0;  // bytes: co_localspluskinds (3.11+)
+    // Argument slots its instructions never write (python/arg_slots.hpp): filled by the stack
+    // resolver, not by read_code.
+    std::uint8_t stable_args = 0;
 };
 
 inline constexpr std::size_t kMaxLineTableBytes = 1u << 20;
