@@ -64,6 +64,10 @@ bool needs_timeline(Format format) noexcept {
     return format_info(format).needs_timeline;
 }
 
+bool needs_calls(Format format) noexcept {
+    return format_info(format).needs_calls;
+}
+
 std::string_view default_extension(Format format) noexcept {
     return format_info(format).extensions[0].substr(1);
 }

@@ -31,7 +31,7 @@ std::map<std::string, std::uint64_t> parse_folded(const std::string& text) {
 
 TEST(OutputFormat, NamesAndExtensions) {
     for (Format f : {Format::flamegraph, Format::folded, Format::pprof, Format::speedscope,
-                     Format::chrometrace})
+                     Format::chrometrace, Format::calls})
         EXPECT_EQ(output::parse_format(output::format_name(f)), f);
     EXPECT_EQ(output::parse_format("raw"), Format::folded);
     EXPECT_EQ(output::parse_format("collapsed"), Format::folded);
@@ -58,8 +58,10 @@ TEST(OutputFormat, NamesAndExtensions) {
     EXPECT_FALSE(output::needs_timeline(Format::folded));
     EXPECT_FALSE(output::needs_timeline(Format::pprof));
     EXPECT_FALSE(output::needs_timeline(Format::flamegraph));
+    EXPECT_FALSE(output::needs_timeline(Format::calls));
+    EXPECT_EQ(output::format_for_path("c.calls"), Format::calls);
     for (Format f : {Format::flamegraph, Format::folded, Format::pprof, Format::speedscope,
-                     Format::chrometrace})
+                     Format::chrometrace, Format::calls})
         EXPECT_NE(output::make_writer(f), nullptr);
 }
 
@@ -358,7 +360,7 @@ TEST_P(OutputIoErrors, ReadOnlyStreamIsAnError) {
 
 INSTANTIATE_TEST_SUITE_P(EveryFormat, OutputIoErrors,
                          ::testing::Values(Format::flamegraph, Format::folded, Format::pprof,
-                                           Format::speedscope),
+                                           Format::speedscope, Format::calls),
                          [](const auto& param_info) {
                              return output::format_name(param_info.param);
                          });

@@ -17,8 +17,8 @@ using output::Format;
 using output::FormatInfo;
 using output::kFormats;
 
-constexpr Format kEveryFormat[] = {Format::flamegraph, Format::folded, Format::pprof,
-                                   Format::speedscope, Format::chrometrace};
+constexpr Format kEveryFormat[] = {Format::flamegraph, Format::folded,      Format::pprof,
+                                   Format::speedscope, Format::chrometrace, Format::calls};
 
 TEST(FormatTable, EveryFormatHasOneRow) {
     static_assert(std::size(kEveryFormat) == kFormats.size());
@@ -65,6 +65,7 @@ TEST(FormatTable, LookupsRoundTripEveryRow) {
             output::format_for_path("out." + std::string(output::default_extension(info.format))),
             info.format);
         EXPECT_EQ(output::needs_timeline(info.format), info.needs_timeline);
+        EXPECT_EQ(output::needs_calls(info.format), info.needs_calls);
         EXPECT_NE(output::make_writer(info.format), nullptr) << info.name;
     }
     EXPECT_EQ(output::format_for_path("out.unknown"), output::kDefaultFormat);
@@ -89,10 +90,28 @@ TEST(FormatTable, CommandLineWordsNameEveryFormat) {
     }
     EXPECT_EQ(report.size(), kFormats.size());
     // The words the help, the completions (from the IsMember set) and the man page show.
-    EXPECT_EQ(names, "flamegraph, folded (or raw), pprof, speedscope or chrometrace");
-    EXPECT_EQ(unknown, "unknown format x: use flamegraph, folded, pprof, speedscope or "
-                       "chrometrace");
-    EXPECT_EQ(described, "flame graph, folded stacks, pprof, speedscope or Chrome trace");
+    EXPECT_EQ(names, "flamegraph, folded (or raw), pprof, speedscope, chrometrace or calls");
+    EXPECT_EQ(unknown, "unknown format x: use flamegraph, folded, pprof, speedscope, "
+                       "chrometrace or calls");
+    EXPECT_EQ(described, "flame graph, folded stacks, pprof, speedscope, Chrome trace or call "
+                         "durations");
+}
+
+// -f calls is picked by its own extension only: .json, .svg and .txt belong to other formats,
+// and pick the calls table's style instead (-f calls -o calls.json).
+TEST(FormatTable, CallsFormat) {
+    EXPECT_EQ(output::parse_format("calls"), Format::calls);
+    EXPECT_EQ(output::format_for_path("out.calls"), Format::calls);
+    EXPECT_EQ(output::format_for_path("calls.json"), Format::speedscope);
+    EXPECT_EQ(output::format_for_path("calls.txt"), Format::folded);
+    EXPECT_EQ(output::format_for_path("calls.svg"), Format::flamegraph);
+    EXPECT_EQ(output::default_extension(Format::calls), "calls");
+    EXPECT_TRUE(output::needs_calls(Format::calls));
+    EXPECT_FALSE(output::needs_timeline(Format::calls));
+    for (Format format : kEveryFormat)
+        if (format != Format::calls) {
+            EXPECT_FALSE(output::needs_calls(format)) << output::format_name(format);
+        }
 }
 
 } // namespace

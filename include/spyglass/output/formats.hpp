@@ -13,7 +13,7 @@
 
 namespace spyglass::output {
 
-enum class Format { flamegraph, folded, pprof, speedscope, chrometrace };
+enum class Format { flamegraph, folded, pprof, speedscope, chrometrace, calls };
 
 class ProfileWriter;
 
@@ -22,6 +22,7 @@ std::unique_ptr<ProfileWriter> make_folded_writer();
 std::unique_ptr<ProfileWriter> make_pprof_writer();
 std::unique_ptr<ProfileWriter> make_speedscope_writer();
 std::unique_ptr<ProfileWriter> make_chrometrace_writer();
+std::unique_ptr<ProfileWriter> make_calls_writer();
 
 struct FormatInfo {
     Format format;
@@ -33,10 +34,11 @@ struct FormatInfo {
     // Extensions (with the dot) that pick it from -o's name; the first names a default file.
     std::array<std::string_view, 3> extensions;
     bool needs_timeline; // needs the time-ordered sample list (Profile::timeline)
+    bool needs_calls;    // needs the calls followed through the samples (Profile::calls)
     std::unique_ptr<ProfileWriter> (*make_writer)();
 };
 
-inline constexpr std::array<FormatInfo, 5> kFormats = {{
+inline constexpr std::array<FormatInfo, 6> kFormats = {{
     {Format::flamegraph,
      "flamegraph",
      "",
@@ -44,6 +46,7 @@ inline constexpr std::array<FormatInfo, 5> kFormats = {{
      "flame graph",
      "",
      {".svg", ".html"},
+     false,
      false,
      make_flamegraph_writer},
     {Format::folded,
@@ -54,6 +57,7 @@ inline constexpr std::array<FormatInfo, 5> kFormats = {{
      "",
      {".txt", ".folded", ".collapsed"},
      false,
+     false,
      make_folded_writer},
     {Format::pprof,
      "pprof",
@@ -62,6 +66,7 @@ inline constexpr std::array<FormatInfo, 5> kFormats = {{
      "pprof",
      "",
      {".pb.gz", ".pb", ".pprof"},
+     false,
      false,
      make_pprof_writer},
     {Format::speedscope,
@@ -72,6 +77,7 @@ inline constexpr std::array<FormatInfo, 5> kFormats = {{
      "",
      {".json"},
      true,
+     false,
      make_speedscope_writer},
     {Format::chrometrace,
      "chrometrace",
@@ -81,7 +87,20 @@ inline constexpr std::array<FormatInfo, 5> kFormats = {{
      "Perfetto, chrome://tracing",
      {".trace.json"},
      true,
+     false,
      make_chrometrace_writer},
+    // A table of each function's calls (docs/output-formats.md): -o's extension picks its style
+    // (.json, .svg or .html, else text), so only its own extension picks the format itself.
+    {Format::calls,
+     "calls",
+     "",
+     "",
+     "call durations",
+     "",
+     {".calls"},
+     false,
+     true,
+     make_calls_writer},
 }};
 
 // Without -f and -o's extension naming none: a flame graph.
@@ -95,17 +114,20 @@ std::optional<Format> parse_format(std::string_view name) noexcept;
 // .json); none: kDefaultFormat.
 Format format_for_path(std::string_view path) noexcept;
 bool needs_timeline(Format format) noexcept;
+bool needs_calls(Format format) noexcept;
 // The extension of a default file name, without the dot ("pb.gz").
 std::string_view default_extension(Format format) noexcept;
 
 // The words --format takes: every name, and with py-spy's aliases (record) those after their
 // format's name.
 std::vector<std::string> format_words(bool with_pyspy_aliases);
-// The names for a sentence: "flamegraph, folded (or raw), pprof, speedscope or chrometrace".
+// The names for a sentence: "flamegraph, folded (or raw), pprof, speedscope, chrometrace or
+// calls".
 std::string format_names_text(bool with_pyspy_aliases);
-// "flame graph, folded stacks, pprof, speedscope or Chrome trace" (`last_joiner` "or").
+// "flame graph, folded stacks, pprof, speedscope, Chrome trace or call durations"
+// (`last_joiner` "or").
 std::string format_descriptions_text(std::string_view last_joiner);
-// "unknown format NAME: use flamegraph, folded, pprof, speedscope or chrometrace".
+// "unknown format NAME: use flamegraph, folded, pprof, speedscope, chrometrace or calls".
 std::string unknown_format_message(std::string_view name);
 
 } // namespace spyglass::output
