@@ -169,7 +169,8 @@ void add_report_command(CLI::App& app, ReportOptions& report) {
     cmd->add_option("file", report.input, "The raw recording")->type_name("FILE")->required();
     cmd->add_option("-o,--output", report.output,
                     fmt::format("Output file; its extension picks the format, as for record "
-                                "(default: the recording's name with .{}); - for standard output",
+                                "(default: the recording's name with the extension of -f's "
+                                "format, else .{}); - for standard output",
                                 output::default_extension(output::kDefaultFormat)))
         ->type_name("FILE");
     cmd->add_option("-f,--format", report.format,
@@ -204,6 +205,13 @@ void add_report_command(CLI::App& app, ReportOptions& report) {
     cmd->add_flag("--summary", report.summary,
                   "Print the duration, processes (their Python), samples, threads and top "
                   "functions instead of a file");
+    cmd->add_flag("--calls", report.calls,
+                  "Print each function's calls (count, p50/p90/p99/max duration, total, self) "
+                  "as a table on standard output: -f calls, to - unless -o names a file");
+    check_number(cmd->add_option("--top", report.top,
+                                 "With --calls or -f calls: only the N functions with the most "
+                                 "total time (the SVG: the N slowest by p99)"),
+                 {"--top", "a whole number of functions", 1, kMaxTop, true}, "N");
 }
 
 void add_diff_command(CLI::App& app, DiffOptions& diff) {
@@ -344,6 +352,9 @@ std::unique_ptr<CLI::App> make_app(CommandLine& parsed) {
     top_cmd->add_flag("--lines", top.lines, "Start with one row per line instead of per function");
     top_cmd->add_flag("--waiting", top.waiting,
                       "Start with the \"Waiting on\" view: what threads waited for (key v)");
+    top_cmd->add_flag("--calls", top.calls,
+                      "Follow calls: each function's call count and durations (p50/p90/p99/max), "
+                      "total and self time, instead of the sample shares (key k switches back)");
     top_cmd->add_flag("--full-filenames", top.full_filenames,
                       "Show full source paths instead of shortened ones");
 

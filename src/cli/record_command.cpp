@@ -15,6 +15,7 @@
 #include "spyglass/delivery/continuous.hpp"
 #include "spyglass/delivery/output_file.hpp"
 #include "spyglass/model/aggregator.hpp"
+#include "spyglass/output/calls.hpp"
 #include "spyglass/output/writer.hpp"
 #include "spyglass/signals.hpp"
 
@@ -41,6 +42,7 @@ model::DisplayOptions record_display(const RecordOptions& options) {
     display.per_thread_roots = options.threads;
     display.labels.full_filenames = options.full_filenames;
     display.labels.line_numbers = !options.sampling.nolineno;
+    display.calls_style = output::calls_style_for_path(options.output);
     return display;
 }
 
@@ -99,6 +101,12 @@ int run_record(const RecordOptions& options) {
     } else if (!options.output.empty()) {
         format = output::format_for_path(options.output);
     }
+    if (output::needs_calls(format) && options.window > 0) {
+        print_error("-f calls makes one table of the whole recording, not one per --window: "
+                    "record with --raw FILE and run spyglass report FILE -f calls --from/--to "
+                    "for a slice");
+        return 2;
+    }
     auto writer = output::make_writer(format);
     if (!writer) {
         print_error(fmt::format("the {} format is not available", output::format_name(format)));
@@ -142,6 +150,7 @@ int run_record(const RecordOptions& options) {
     (*extras)->set_target(started->child ? started->child->pid() : options.sampling.pid);
     model::Aggregator aggregator((*extras)->whole_frames(), (*extras)->whole_stacks(),
                                  output::needs_timeline(format));
+    if (output::needs_calls(format)) aggregator.track_calls(options.threads);
     // A launched command writes to the same terminal: no line for its output to land on.
     StatusLine status(options.sampling.duration, options.sampling.rate,
                       !options.hide_progress && !started->child);

@@ -15,6 +15,7 @@
 #include "spyglass/model/aggregator.hpp"
 #include "spyglass/model/projector.hpp"
 #include "spyglass/model/select.hpp"
+#include "spyglass/output/calls.hpp"
 #include "spyglass/output/writer.hpp"
 
 namespace spyglass::cli {
@@ -24,12 +25,13 @@ namespace {
 constexpr std::uint64_t kSecond = 1'000'000'000ull;
 constexpr std::size_t kListedProcesses = 20; // by --summary
 
-std::string default_report_path(const std::string& input) {
+// The recording's name with the extension of the format asked for (of the default one).
+std::string default_report_path(const std::string& input, output::Format format) {
     std::string base =
         input.substr(input.rfind('/') == std::string::npos ? 0 : input.rfind('/') + 1);
     std::size_t dot = base.rfind('.');
     if (dot != std::string::npos && dot != 0) base.resize(dot);
-    return fmt::format("{}.{}", base, output::default_extension(output::kDefaultFormat));
+    return fmt::format("{}.{}", base, output::default_extension(format));
 }
 
 std::string local_time(std::uint64_t unix_ns) {
@@ -119,7 +121,6 @@ void print_summary(const std::string& input, const output::RawReader& reader,
 
 int run_report(const ReportOptions& options) {
     output::Format format = output::kDefaultFormat;
-    std::string path = options.output.empty() ? default_report_path(options.input) : options.output;
     if (!options.format.empty()) {
         auto parsed = output::parse_format(options.format);
         if (!parsed) {
@@ -127,8 +128,29 @@ int run_report(const ReportOptions& options) {
             return 2;
         }
         format = *parsed;
-    } else {
-        format = output::format_for_path(path);
+    }
+    if (options.calls) {
+        if (!options.format.empty() && !output::needs_calls(format)) {
+            print_error(fmt::format("--calls writes the calls table, -f {} another format: give "
+                                    "one of them",
+                                    options.format));
+            return 2;
+        }
+        format = output::Format::calls;
+    }
+    // --calls prints its table; the other formats go beside the input unless -o says where.
+    std::string path = !options.output.empty() ? options.output
+                       : options.calls         ? std::string("-")
+                                               : default_report_path(options.input, format);
+    if (options.format.empty() && !options.calls) format = output::format_for_path(path);
+    if (options.summary && output::needs_calls(format)) {
+        print_error("--summary prints a summary, --calls (-f calls) the calls table: give one of "
+                    "them");
+        return 2;
+    }
+    if (options.top != 0 && !output::needs_calls(format)) {
+        print_error("--top N limits the calls table: it goes with --calls or -f calls");
+        return 2;
     }
     auto limit = input_limit();
     if (!limit) {
@@ -196,9 +218,12 @@ int run_report(const ReportOptions& options) {
     display.per_thread_roots = options.per_thread;
     display.labels.full_filenames = options.full_filenames;
     display.labels.line_numbers = !options.nolineno;
+    display.calls_style = output::calls_style_for_path(path);
+    display.calls_top = options.top;
     model::FrameTransform transform{options.function, options.nolineno};
     output::SelectedProfile selected(reader, std::move(selection), std::move(names), transform,
                                      output::needs_timeline(format));
+    if (output::needs_calls(format)) selected.track_calls(options.per_thread);
     output::RawReadStatus status = selected.replay();
     if (!status.complete)
         std::fprintf(stderr,

@@ -314,11 +314,14 @@ int run_top(const TopOptions& options) {
     output::TopModelOptions model_options;
     model_options.rate_hz = options.sampling.rate;
     model_options.line_numbers = !options.sampling.nolineno;
+    model_options.calls = options.calls;
     output::TopModel model(frames, stacks, model_options);
 
     Run run{options, *started, model, signals, {}};
     run.view.query.by_line = options.lines;
     run.view.query.waits = options.waiting;
+    run.view.query.calls = options.calls && !options.waiting;
+    run.view.calls_available = options.calls;
     run.view.query.view =
         options.sampling.mode == "cpu" ? model::SampleMode::cpu : model::SampleMode::wall;
     run.view.interval_s = options.delay;

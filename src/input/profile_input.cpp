@@ -316,6 +316,10 @@ SelectedProfile::SelectedProfile(RawReader& reader, model::Selection selection,
 
 SelectedProfile::~SelectedProfile() = default;
 
+void SelectedProfile::track_calls(bool per_thread) {
+    aggregator_->track_calls(per_thread);
+}
+
 RawReadStatus SelectedProfile::replay() {
     return reader_.replay(*select_);
 }

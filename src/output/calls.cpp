@@ -215,16 +215,15 @@ void finish_calls_view(CallsView& view) {
     });
 }
 
-std::string call_duration(std::uint64_t ns, bool ascii) {
+std::string call_duration(std::uint64_t ns) {
     // The unit changes where 1 decimal would round up to the next one's 1000.0.
-    if (ns < 999'950)
-        return fmt::format("{:.1f}{}", static_cast<double>(ns) / 1e3, ascii ? "us" : "\u00b5s");
+    if (ns < 999'950) return fmt::format("{:.1f}\u00b5s", static_cast<double>(ns) / 1e3);
     if (ns < 999'950'000) return fmt::format("{:.1f}ms", static_cast<double>(ns) / 1e6);
     return fmt::format("{:.1f}s", static_cast<double>(ns) / 1e9);
 }
 
-std::string calls_header(std::uint64_t period_ns, model::SampleMode mode, bool ascii) {
-    std::string period = call_duration(period_ns, ascii);
+std::string calls_header(std::uint64_t period_ns, model::SampleMode mode) {
+    std::string period = call_duration(period_ns);
     if (mode == model::SampleMode::cpu)
         return fmt::format("Sampled every {0}, on-CPU samples only (--mode cpu): durations are "
                            "on-CPU time, each \u00b1 one period ({0}) at each end",
@@ -250,19 +249,17 @@ std::vector<std::string> calls_lines(std::span<const CallRow> rows, bool per_thr
     for (std::size_t r = 0; r < rows.size(); ++r) {
         const model::CallStats& stats = rows[r].stats;
         Cells& cells = table[r];
-        cells.cells[0] = with_commas(stats.calls);
-        cells.cells[1] = with_commas(stats.short_calls);
+        cells.cells[0] = std::to_string(stats.calls); // digits only: grep and awk read them
+        cells.cells[1] = std::to_string(stats.short_calls);
         const bool has = timed(stats);
-        auto timing = [&](std::uint64_t ns) {
-            return has ? call_duration(ns, options.ascii) : std::string("-");
-        };
+        auto timing = [&](std::uint64_t ns) { return has ? call_duration(ns) : std::string("-"); };
         cells.cells[2] = timing(stats.durations.quantile(0.5));
         cells.cells[3] = timing(stats.durations.quantile(0.9));
         cells.cells[4] = timing(stats.durations.quantile(0.99));
         cells.cells[5] = timing(stats.durations.max_ns());
-        cells.cells[6] = call_duration(stats.total_ns, options.ascii);
-        cells.cells[7] = call_duration(stats.self_ns, options.ascii);
-        cells.cells[8] = call_duration(stats.cpu_ns, options.ascii);
+        cells.cells[6] = call_duration(stats.total_ns);
+        cells.cells[7] = call_duration(stats.self_ns);
+        cells.cells[8] = call_duration(stats.cpu_ns);
         for (std::size_t c = 0; c < kCounts + kDurations; ++c)
             widths[c] = std::max(widths[c], text_width(cells.cells[c]));
         if (per_thread) {

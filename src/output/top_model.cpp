@@ -104,6 +104,12 @@ void TopModel::sample(const model::Sample& sample) {
         ++state.cumulative.gil_ticks;
         ++state.current.gil_ticks;
     }
+    if (options_.calls) {
+        if (!calls_ || calls_restart_)
+            calls_ = std::make_unique<model::CallTracker>(frames_, stacks_, true);
+        calls_restart_ = false;
+        calls_->sample(sample);
+    }
     if (key.thread >= state.seen.size()) state.seen.resize(key.thread + 1);
     state.seen[key.thread] = ThreadSeen{sample.time_ns, key.on_cpu, true};
     bool error = sample.status != model::StackStatus::ok;
@@ -135,14 +141,23 @@ void TopModel::reset() {
     live_.restart(live_.last);
     live_.last.end_ns = live_.last.start_ns;
     if (frozen_) frozen_ = live_;
+    // The tracker is made again by the next sample; the calls running now are its open calls.
+    calls_restart_ = true;
+    if (frozen_calls_) frozen_calls_ = model::CallTable{};
 }
 
 void TopModel::set_paused(bool paused) {
     std::lock_guard lock(mutex_);
-    if (!paused)
+    if (!paused) {
         frozen_.reset();
-    else if (!frozen_)
+        frozen_calls_.reset();
+    } else if (!frozen_) {
         frozen_ = live_;
+        if (calls_ && !calls_restart_)
+            frozen_calls_ = calls_->table();
+        else
+            frozen_calls_ = model::CallTable{};
+    }
 }
 
 std::uint32_t TopModel::intern_row(RowInfo info) {
@@ -197,6 +212,7 @@ void TopModel::learn_stack(model::StackId stack) {
     }
     entry.known = true;
     stack_rows_[at] = entry;
+    if (options_.calls) learn_call_names(frames);
 }
 
 void TopModel::learn_wait(model::WaitId wait) {
@@ -352,6 +368,7 @@ TopTable TopModel::table(const TopQuery& query) const {
         return by_counts(a, b);
     };
     std::sort(table.rows.begin(), table.rows.end(), less);
+    if (query.calls) table.calls = calls_view(query);
     return table;
 }
 

@@ -134,10 +134,21 @@ std::string thread_label(const TopThread& thread, bool with_pid) {
 std::string screen_text(std::string_view text) {
     std::string out;
     out.reserve(text.size());
-    for (char c : text) {
-        auto byte = static_cast<unsigned char>(c);
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        auto byte = static_cast<unsigned char>(text[i]);
+        // The calls view's units and its header's "±".
+        if (text.substr(i, 2) == "\u00b5") {
+            out.push_back('u');
+            ++i;
+            continue;
+        }
+        if (text.substr(i, 2) == "\u00b1") {
+            out += "+-";
+            ++i;
+            continue;
+        }
         if ((byte & 0xC0) == 0x80) continue;
-        out.push_back(byte >= 0x20 && byte < 0x7F ? c : '?');
+        out.push_back(byte >= 0x20 && byte < 0x7F ? text[i] : '?');
     }
     return out;
 }
@@ -200,6 +211,13 @@ TopAction apply_key(TopView& view, int key, const std::vector<TopThread>& thread
     case 'v':
     case 'V':
         query.waits = !query.waits;
+        query.calls = false;
+        break;
+    case 'k':
+    case 'K':
+        if (!view.calls_available) return TopAction::none;
+        query.calls = !query.calls;
+        query.waits = false;
         break;
     case 'w':
     case 'W': {
@@ -287,15 +305,18 @@ std::vector<std::string> top_header(const TopTable& table, const TopTarget& targ
             if (thread.index == *view.query.thread)
                 who = thread_label(thread, target.pids.size() > 1);
     }
+    const bool calls = view.query.calls && !view.query.waits;
     line = fmt::format("View {} | {} | {} | {} | {}",
-                       view.query.view == model::SampleMode::cpu ? "cpu" : "wall",
+                       view.query.view == model::SampleMode::cpu && !calls ? "cpu" : "wall",
                        view.query.waits     ? "Waiting on"
+                       : calls              ? "Calls"
                        : view.query.by_line ? "By line"
                                             : "By function",
-                       view.query.interval ? fmt::format("Last {:g}s", view.interval_s)
-                                           : std::string("Cumulative"),
+                       view.query.interval && !calls ? fmt::format("Last {:g}s", view.interval_s)
+                                                     : std::string("Cumulative"),
                        who,
                        view.query.waits ? std::string("Sort time")
+                       : calls          ? std::string("Sort total")
                                         : fmt::format("Sort {}", top_sort_name(view.query.sort)));
     if (view.query.wait) {
         std::string label = fmt::format("wait #{}", view.query.wait->value);
@@ -305,6 +326,9 @@ std::vector<std::string> top_header(const TopTable& table, const TopTarget& targ
     }
     if (view.paused) line += "  [paused]";
     lines.push_back(std::move(line));
+    if (calls && target.rate_hz > 0)
+        lines.push_back(
+            calls_header(static_cast<std::uint64_t>(1e9 / target.rate_hz + 0.5), target.mode));
     return lines;
 }
 
@@ -363,6 +387,7 @@ std::vector<std::string> top_help() {
         "  v            the \"Waiting on\" view: what threads waited for, longest first",
         "  w W          next / previous wait: only the samples that waited for it",
         "  c            wall view (running and waiting) / cpu view (running only)",
+        "  k            the calls view (--calls): each function's calls and their durations",
         "  p space      pause the display (sampling goes on)",
         "  r            reset the counts",
         "  h ?          this help; any key closes it",
@@ -375,6 +400,10 @@ std::vector<std::string> top_help() {
         "                     rest is waiting (I/O, locks, sleep, the GIL)",
         "  Waiting on         what most of its own waiting time waited for, and its share",
         "  GIL (header)       the share of passes in which some thread held the GIL",
+        "  calls, short       (calls view) calls seen to begin and end; of them, those seen in",
+        "                     one sample only: counted, not timed",
+        "  p50 ... max        (calls view) durations of the other calls, +- one sampling period",
+        "  total, self, cpu   (calls view) time on the stack, innermost, and its CPU time",
     };
 }
 
@@ -385,6 +414,12 @@ std::string plain_table(const TopTable& table, const TopTarget& target, const To
     for (const std::string& line : top_header(table, target, view, threads))
         out += line + '\n';
     out += '\n';
+    if (view.query.calls && !view.query.waits) {
+        for (const std::string& line : top_calls_lines(table.calls, view.full_filenames, width,
+                                                       max_rows, table.stats.waiting))
+            out += line + '\n';
+        return out;
+    }
     if (view.query.waits) {
         out += top_wait_titles() + '\n';
         std::size_t count = table.waits.size();
@@ -473,7 +508,15 @@ void TopScreen::draw(const TopTable& table, const TopTarget& target, const TopVi
     auto columns = static_cast<std::size_t>(std::max(width, 0));
     const Layout positions = layout(columns);
     const auto name_column = static_cast<std::size_t>(positions.start[kNumberColumns]);
-    std::string titles = view.query.waits ? top_wait_titles() : top_titles(columns);
+    const bool calls = view.query.calls && !view.query.waits;
+    std::vector<std::string> call_lines;
+    if (calls)
+        call_lines =
+            top_calls_lines(table.calls, view.full_filenames, columns,
+                            static_cast<std::size_t>(std::max(height, 1)), table.stats.waiting);
+    std::string titles = view.query.waits ? top_wait_titles()
+                         : calls          ? call_lines.front()
+                                          : top_titles(columns);
     titles.resize(columns, ' ');
     put(y, titles, A_REVERSE);
     const std::size_t sorted = column_of(view.query.sort);
@@ -481,7 +524,7 @@ void TopScreen::draw(const TopTable& table, const TopTarget& target, const TopVi
     int length = kColumns[sorted].width != 0
                      ? kColumns[sorted].width
                      : static_cast<int>(std::string_view(kColumns[sorted].title).size());
-    if (!view.query.waits && start >= 0 && start < width)
+    if (!view.query.waits && !calls && start >= 0 && start < width)
         mvwchgat(stdscr, y, start, std::min(length, width - start),
                  A_REVERSE | A_BOLD | A_UNDERLINE, 0, nullptr);
     ++y;
@@ -490,6 +533,9 @@ void TopScreen::draw(const TopTable& table, const TopTarget& target, const TopVi
     if (view.help) {
         for (const std::string& line : top_help())
             if (y < bottom) put(y++, line, A_NORMAL);
+    } else if (calls) {
+        for (std::size_t i = 1; i < call_lines.size() && y < bottom; ++i)
+            put(y++, call_lines[i], A_NORMAL);
     } else if (view.query.waits) {
         if (table.waits.empty()) put(y, "  no thread waited yet", A_NORMAL);
         for (const TopWaitRow& row : table.waits) {

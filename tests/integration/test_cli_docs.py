@@ -160,7 +160,7 @@ class Completions(unittest.TestCase):
         self.assertEqual(self.bash_complete("spyglass", "record", "--hide"), ["--hideprogress"])
         self.assertEqual(sorted(self.bash_complete("spyglass", "record", "-f", "")),
                          sorted(["flamegraph", "folded", "raw", "pprof", "speedscope",
-                                 "chrometrace"]))
+                                 "chrometrace", "calls"]))
         self.assertEqual(self.bash_complete("spyglass", "top", "--mode", ""), ["wall", "cpu"])
         self.assertEqual(self.bash_complete("spyglass", "record", "-r", ""), [])
         self.assertLessEqual({"bash", "fish", "zsh"},
@@ -189,7 +189,7 @@ class Completions(unittest.TestCase):
         self.assertEqual(self.fish_complete("spyglass record --for"), ["--format"])
         self.assertEqual(sorted(self.fish_complete("spyglass record --format ")),
                          sorted(["flamegraph", "folded", "raw", "pprof", "speedscope",
-                                 "chrometrace"]))
+                                 "chrometrace", "calls"]))
         self.assertIn("--full-filenames", self.fish_complete("spyglass dump --full"))
         self.assertNotIn("--hideprogress", self.fish_complete("spyglass dump --hide"))
         self.assertEqual(sorted(self.fish_complete("spyglass completions ")),

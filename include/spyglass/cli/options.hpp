@@ -76,6 +76,7 @@ struct TopOptions {
     bool once = false;    // no terminal UI: sample --duration seconds (default 5), print, exit
     bool lines = false;   // start aggregated by line instead of by function
     bool waiting = false; // start with the "Waiting on" view
+    bool calls = false;   // follow calls: start with the calls view (durations per function)
     bool full_filenames = false;
 };
 
@@ -96,6 +97,8 @@ struct ReportOptions {
     bool full_filenames = false;
     bool summary = false;
     std::vector<std::string> where; // --where NAME=VALUE: samples with every one of these labels
+    bool calls = false;             // --calls: -f calls, the text table on standard output
+    std::size_t top = 0;            // --top N: with -f calls, the N functions with most time
 };
 
 int run_report(const ReportOptions& options);

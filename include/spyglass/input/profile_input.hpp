@@ -68,6 +68,8 @@ class SelectedProfile {
     SelectedProfile(const SelectedProfile&) = delete;
     SelectedProfile& operator=(const SelectedProfile&) = delete;
 
+    // Follow calls too (-f calls, report --calls): Profile::calls. Before replay().
+    void track_calls(bool per_thread);
     // Replays the whole recording through the selection (once).
     RawReadStatus replay();
     // Refers to the reader's tables, or this object's own once projected: keep both alive.

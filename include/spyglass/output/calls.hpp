@@ -44,20 +44,19 @@ CallsView calls_view(const model::CallTable& table, const model::StringTable& st
 // footer's counts from the rows.
 void finish_calls_view(CallsView& view);
 
-// A duration as the table shows it: 1 decimal, in µs, ms or s ("20.1ms", "412.0µs", "13.8s");
-// `ascii` writes "us" for µs (a terminal that shows ASCII only).
-std::string call_duration(std::uint64_t ns, bool ascii = false);
+// A duration as the table shows it: 1 decimal, in µs, ms or s ("20.1ms", "412.0µs", "13.8s").
+// (top's full-screen view, ASCII only, shows "us" and "+-".)
+std::string call_duration(std::uint64_t ns);
 
 struct CallsTextOptions {
     bool full_filenames = false;
     bool line_numbers = true;
-    bool ascii = false;    // "us" for µs
     std::size_t width = 0; // the function column is fitted to it (0: not shortened)
 };
 
 // The header line: the sampling period, that durations are ± one period at each end, and in
 // --mode cpu that they are on-CPU time.
-std::string calls_header(std::uint64_t period_ns, model::SampleMode mode, bool ascii = false);
+std::string calls_header(std::uint64_t period_ns, model::SampleMode mode);
 // The column titles, then one line per row (every text from the target escaped for a
 // terminal): calls, short, p50, p90, p99, max, total, self, cpu, [thread,] function.
 std::vector<std::string> calls_lines(std::span<const CallRow> rows, bool per_thread,

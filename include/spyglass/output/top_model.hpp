@@ -7,15 +7,19 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "spyglass/model/calls.hpp"
 #include "spyglass/model/recording.hpp"
 #include "spyglass/model/sample.hpp"
+#include "spyglass/output/calls.hpp"
 
 namespace spyglass::output {
 
@@ -32,6 +36,10 @@ struct TopQuery {
     model::SampleMode view = model::SampleMode::wall; // cpu: only on-CPU samples count
     std::optional<model::WaitId> wait;                // only samples that waited for this
     bool waits = false; // the "Waiting on" view: TopTable::waits is what the screen shows
+    // The calls view (top --calls): TopTable::calls is what the screen shows. Calls since the
+    // start (or reset), of every sample: the interval, the cpu view and the wait filter do not
+    // apply; the thread filter does.
+    bool calls = false;
 };
 
 // Rows count the time the samples stand for (their weight, in nanoseconds), not samples.
@@ -86,6 +94,7 @@ struct TopTable {
     double period_s = 1e-9;        // seconds one unit of a row's counts stands for
     std::vector<TopRow> rows;      // sorted as asked
     std::vector<TopWaitRow> waits; // the "Waiting on" view, longest first
+    CallsView calls;               // the calls view: rows by total time, one per function
 };
 
 struct TopThread {
@@ -96,6 +105,7 @@ struct TopThread {
 struct TopModelOptions {
     double rate_hz = 100;
     bool line_numbers = true; // false: rows show no line
+    bool calls = false;       // follow calls (top --calls): TopQuery::calls can show them
 };
 
 class TopModel final : public model::SampleSink {
@@ -157,6 +167,8 @@ class TopModel final : public model::SampleSink {
         std::int32_t line = 0;
     };
     void learn_stack(model::StackId stack);
+    void learn_call_names(std::span<const model::FrameId> frames);
+    [[nodiscard]] CallsView calls_view(const TopQuery& query) const; // with the lock held
     void learn_wait(model::WaitId wait);
     std::uint32_t row_of(model::FrameId frame, bool by_line);
     std::uint32_t intern_row(RowInfo info);
@@ -184,6 +196,13 @@ class TopModel final : public model::SampleSink {
     };
     std::vector<WaitInfo> wait_info_; // by WaitId, copied when first seen
     std::vector<TopWait> waits_seen_;
+    // With TopModelOptions::calls: calls per thread (made, and made again after a reset, on the
+    // sampling thread: it reads the tables), the table as it was when pausing, and the names
+    // of its functions and files, copied from the tables as stacks are learned.
+    std::unique_ptr<model::CallTracker> calls_;
+    bool calls_restart_ = false;
+    std::optional<model::CallTable> frozen_calls_;
+    std::unordered_map<std::uint32_t, std::string> call_names_; // by StringId
 };
 
 // Fits "function (file:line)" into `width` characters (UTF-8 code points), giving up first the

@@ -32,6 +32,7 @@ struct TopView {
     bool full_filenames = false;
     bool paused = false;
     bool help = false;
+    bool calls_available = false; // the model follows calls (--calls): key k shows them
 };
 
 enum class TopAction : std::uint8_t { none, redraw, pause, reset, quit };
@@ -40,8 +41,8 @@ inline constexpr int kTopKeyResize = 0x110000; // a terminal resize, as a key
 
 // Applies a key to the view: sort keys 1-6 (and < > to move along the columns), l, i, t/T
 // (the thread filter cycles through `threads`), v (the "Waiting on" view), w/W (the wait filter
-// cycles through `waits`), c, p/space, r, h/?, q. The action says what the caller has to do
-// beyond redrawing; while the help shows, any key closes it.
+// cycles through `waits`), c, k (the calls view, when available), p/space, r, h/?, q. The action
+// says what the caller has to do beyond redrawing; while the help shows, any key closes it.
 TopAction apply_key(TopView& view, int key, const std::vector<TopThread>& threads,
                     const std::vector<TopWait>& waits = {});
 
@@ -58,6 +59,11 @@ std::string top_row(const TopRow& row, const TopTable& table, bool full_filename
 std::string top_wait_titles();
 std::string top_wait_row(const TopWaitRow& row, const TopTable& table, std::size_t width);
 std::vector<std::string> top_help();
+// The calls view (top --calls): the column titles of -f calls' table, then its rows (at most
+// `max_rows`, 0: all) fitted to `width` (0: not shortened), then "(N more rows)" and the notes
+// under the table. `waiting`: no Python process yet.
+std::vector<std::string> top_calls_lines(const CallsView& view, bool full_filenames,
+                                         std::size_t width, std::size_t max_rows, bool waiting);
 
 // The whole table as plain text: header, titles, then the rows (at most `max_rows`, 0: all).
 std::string plain_table(const TopTable& table, const TopTarget& target, const TopView& view,
