@@ -117,7 +117,8 @@ void fix_block_crcs(std::string& bytes, const std::vector<std::size_t>& blocks) 
         spyglass::rawtest::set_block_crc(bytes, block);
 }
 
-// spyglass report FILE [--from/--to] [--mode cpu] [--gil] [-F] [--nolineno] [-t] -f FORMAT.
+// spyglass report FILE [--from/--to] [--mode cpu] [--gil] [-F] [--nolineno] [-t] -f FORMAT
+// (-f calls: -o calls.txt, .json or .svg).
 void report(const std::string& bytes, std::uint8_t options) {
     auto opened = output::RawReader::from_memory(bytes, "input");
     if (!opened) return;
@@ -132,13 +133,16 @@ void report(const std::string& bytes, std::uint8_t options) {
         selection.threads = {"worker", "2"};
         names = reader.thread_names();
     }
-    const auto format = static_cast<output::Format>(options % 5);
+    // Every format (calls in each of its styles, by the slice's bits).
+    const auto format = static_cast<output::Format>(options % output::kFormats.size());
     model::DisplayOptions display;
     display.per_thread_roots = options & 32;
     display.labels.line_numbers = !(options & 64);
+    display.calls_style = static_cast<model::CallsStyle>((options >> 1) % 3);
     model::FrameTransform transform{(options & 128) != 0, (options & 64) != 0};
     output::SelectedProfile selected(reader, std::move(selection), std::move(names), transform,
                                      output::needs_timeline(format));
+    if (output::needs_calls(format)) selected.track_calls(display.per_thread_roots);
     output::RawReadStatus status = selected.replay();
     if (status.good_bytes > bytes.size() || selected.kept() > status.samples) __builtin_trap();
     model::Profile profile = selected.profile(display);
