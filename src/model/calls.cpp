@@ -165,6 +165,11 @@ void CallTracker::sample(const Sample& sample) {
         stats_[python_.back()].self_cpu_ns += sample.cpu_ns;
     }
 
+    // The calls that go on get the sample's whole time. Where calls end and others begin, the
+    // change happened somewhere in the time the sample stands for: each side gets half of it
+    // (after late ticks that time is long; at a steady rate each call gets half a period at
+    // each end, the error of either end is within half a period, and the sum is unbiased).
+    std::size_t going_on = calls.open.size();
     if (sample.new_calls == kCallsUnknown) {
         // Which calls are new is not known: the ones running most likely still are.
         ++without_identity_;
@@ -180,6 +185,7 @@ void CallTracker::sample(const Sample& sample) {
             }
         ended_.assign(calls.open.size(), kNotPython);
         for (std::size_t i = calls.open.size(); i-- > keep;) {
+            calls.open[i].weight_ns += sample.weight_ns / 2;
             close(calls.open[i], false);
             ended_[i] = calls.open[i].function;
         }
@@ -192,10 +198,12 @@ void CallTracker::sample(const Sample& sample) {
             calls.open.push_back(call);
         }
         calls.seen = true;
+        going_on = keep;
     }
-    for (OpenCall& call : calls.open) {
+    for (std::size_t i = 0; i < calls.open.size(); ++i) {
+        OpenCall& call = calls.open[i];
         ++call.samples;
-        call.weight_ns += sample.weight_ns;
+        call.weight_ns += i < going_on ? sample.weight_ns : sample.weight_ns - sample.weight_ns / 2;
     }
 }
 

@@ -69,16 +69,17 @@ class Tracker : public ::testing::Test {
     }
     // `root_first`: function names; `fresh`: how many innermost ones are new calls.
     void sample(std::vector<const char*> root_first, std::uint16_t fresh, std::uint32_t thread = 0,
-                model::StackStatus status = model::StackStatus::ok) {
+                model::StackStatus status = model::StackStatus::ok,
+                std::uint64_t weight_ns = 1'000'000) {
         std::vector<model::FrameId> ids;
         for (std::size_t i = root_first.size(); i-- > 0;)
             ids.push_back(frame(root_first[i], static_cast<int>(i) * 10));
         Sample s;
         s.key.thread = thread;
         s.key.stack = stacks.intern(ids);
-        time_ns += 1'000'000;
+        time_ns += weight_ns;
         s.time_ns = time_ns;
-        s.weight_ns = 1'000'000;
+        s.weight_ns = weight_ns;
         s.cpu_ns = 250'000;
         s.status = status;
         s.new_calls = fresh;
@@ -149,6 +150,24 @@ TEST_F(Tracker, UnknownSamplesNeitherEndNorBeginCalls) {
     table = tracker.table();
     EXPECT_EQ(stats(table, "other").calls, 1u);
     EXPECT_EQ(stats(table, "work").calls, 3u);
+}
+
+TEST_F(Tracker, TheTimeOfASampleWhereCallsChangeIsSplitBetweenThem) {
+    // 10 samples of a, then 30 ms of late ticks in which a ended and b began, 10 samples of b.
+    sample({"main"}, 1);
+    for (int i = 0; i < 10; ++i)
+        sample({"main", "a"}, i == 0 ? 1 : 0);
+    sample({"main", "b"}, 1, 0, model::StackStatus::ok, 30'000'000);
+    for (int i = 0; i < 9; ++i)
+        sample({"main", "b"}, 0);
+    sample({"main"}, 0);
+    model::CallTable table = tracker.table();
+    // a: half a period before its first sample, 9 periods, 15 ms of the gap; b: the other 15 ms,
+    // 9 periods, half a period after its last.
+    EXPECT_EQ(stats(table, "a").durations.max_ns(), 500'000u + 9'000'000u + 15'000'000u);
+    EXPECT_EQ(stats(table, "b").durations.max_ns(), 15'000'000u + 9'000'000u + 500'000u);
+    // Total and self are the samples' whole time, as in every other output.
+    EXPECT_EQ(stats(table, "b").total_ns, 39'000'000u);
 }
 
 TEST_F(Tracker, ThreadsAreFollowedApartAndRecursionCountsOnce) {
