@@ -223,13 +223,16 @@ std::string call_duration(std::uint64_t ns) {
 }
 
 std::string calls_header(std::uint64_t period_ns, model::SampleMode mode) {
-    std::string period = call_duration(period_ns);
+    // Each end of a call falls within the period between two samples, which is split between
+    // the calls on either side (docs/calls.md, "The estimator's error").
+    std::string period = call_duration(period_ns), half = call_duration(period_ns / 2);
     if (mode == model::SampleMode::cpu)
-        return fmt::format("Sampled every {0}, on-CPU samples only (--mode cpu): durations are "
-                           "on-CPU time, each \u00b1 one period ({0}) at each end",
-                           period);
-    return fmt::format("Sampled every {0}: durations are \u00b1 one period ({0}) at each end",
-                       period);
+        return fmt::format("Sampled every {}, on-CPU samples only (--mode cpu): durations are "
+                           "on-CPU time, \u00b1 half a period ({}) at each end",
+                           period, half);
+    return fmt::format("Sampled every {}: durations are \u00b1 half a period ({}) at each end, "
+                       "more after late ticks",
+                       period, half);
 }
 
 std::vector<std::string> calls_lines(std::span<const CallRow> rows, bool per_thread,

@@ -131,7 +131,7 @@ Result<void> write_calls_svg(const model::Profile& profile, const CallsView& vie
         : rows.empty()
             ? std::string("No call was seen in two samples or more: no durations to show")
             : fmt::format("{} by p99 \u00b7 {} \u00b7 sampled every {}: durations are \u00b1 "
-                          "one period at each end \u00b7 logarithmic time axis",
+                          "half a period at each end \u00b7 logarithmic time axis",
                           rows.size() == 1 ? std::string("The slowest function")
                                            : fmt::format("The {} slowest functions", rows.size()),
                           profile.info.mode == model::SampleMode::cpu ? "on-CPU time (--mode cpu)"

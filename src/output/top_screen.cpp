@@ -402,7 +402,7 @@ std::vector<std::string> top_help() {
         "  GIL (header)       the share of passes in which some thread held the GIL",
         "  calls, short       (calls view) calls seen to begin and end; of them, those seen in",
         "                     one sample only: counted, not timed",
-        "  p50 ... max        (calls view) durations of the other calls, +- one sampling period",
+        "  p50 ... max        (calls view) durations of the other calls, +- half a period each end",
         "  total, self, cpu   (calls view) time on the stack, innermost, and its CPU time",
     };
 }

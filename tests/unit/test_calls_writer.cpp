@@ -226,8 +226,10 @@ TEST(CallsWriter, TextTable) {
     fill(fixture);
     const std::vector<std::string> lines = lines_of(fixture.write(model::CallsStyle::table));
     ASSERT_GE(lines.size(), 6u);
-    EXPECT_EQ(lines[0],
-              "Sampled every 10.0ms: durations are \u00b1 one period (10.0ms) at each end");
+    EXPECT_EQ(
+        lines[0],
+        "Sampled every 10.0ms: durations are \u00b1 half a period (5.0ms) at each end, more after "
+        "late ticks");
     EXPECT_EQ(lines[1], "");
     EXPECT_EQ(lines[2], "calls  short  p50      p90      p99      max      total    self     cpu  "
                         "    function");

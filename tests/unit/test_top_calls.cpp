@@ -160,8 +160,8 @@ TEST(TopCalls, PlainTableHasTheCallsColumns) {
     const std::string text = output::plain_table(calls.model.table(view.query), target, view,
                                                  calls.model.threads(), 0, 0);
     EXPECT_THAT(text, HasSubstr("| Calls | Cumulative | All threads | Sort total\n"));
-    EXPECT_THAT(text, HasSubstr("Sampled every 10.0ms: durations are \u00b1 one period (10.0ms) "
-                                "at each end\n"));
+    EXPECT_THAT(text, HasSubstr("Sampled every 10.0ms: durations are \u00b1 half a period (5.0ms) "
+                                "at each end, more after late ticks\n"));
     EXPECT_THAT(text, HasSubstr("\ncalls  short  p50      p90      p99      max      total    "
                                 "self     cpu      function\n"));
     EXPECT_THAT(text, HasSubstr("\n    1      0  20.0ms   20.0ms   20.0ms   20.0ms   20.0ms   "

@@ -54,7 +54,7 @@ struct CallsTextOptions {
     std::size_t width = 0; // the function column is fitted to it (0: not shortened)
 };
 
-// The header line: the sampling period, that durations are ± one period at each end, and in
+// The header line: the sampling period, that durations are ± half a period at each end, and in
 // --mode cpu that they are on-CPU time.
 std::string calls_header(std::uint64_t period_ns, model::SampleMode mode);
 // The column titles, then one line per row (every text from the target escaped for a
