@@ -315,6 +315,7 @@ int run_top(const TopOptions& options) {
     model_options.rate_hz = options.sampling.rate;
     model_options.line_numbers = !options.sampling.nolineno;
     model_options.calls = options.calls;
+    model_options.cpu_calls = options.sampling.mode == "cpu";
     output::TopModel model(frames, stacks, model_options);
 
     Run run{options, *started, model, signals, {}};

@@ -22,8 +22,14 @@ void Aggregator::thread(std::uint32_t index, const ThreadInfo& info) {
     threads_[index] = info;
 }
 
+void Aggregator::start(const RecordingInfo& info) {
+    info_ = info;
+    if (calls_) calls_->measure_cpu_time(info.mode == SampleMode::cpu);
+}
+
 void Aggregator::track_calls(bool per_thread) {
     calls_ = std::make_unique<CallTracker>(frames_, stacks_, per_thread);
+    if (info_.mode == SampleMode::cpu) calls_->measure_cpu_time(true);
 }
 
 void Aggregator::sample(const Sample& sample) {

@@ -170,6 +170,7 @@ void CallTracker::sample(const Sample& sample) {
     // (after late ticks that time is long; at a steady rate each call gets half a period at
     // each end, the error of either end is within half a period, and the sum is unbiased).
     std::size_t going_on = calls.open.size();
+    const std::uint64_t amount = cpu_time_ ? sample.cpu_ns : sample.weight_ns;
     if (sample.new_calls == kCallsUnknown) {
         // Which calls are new is not known: the ones running most likely still are.
         ++without_identity_;
@@ -185,7 +186,7 @@ void CallTracker::sample(const Sample& sample) {
             }
         ended_.assign(calls.open.size(), kNotPython);
         for (std::size_t i = calls.open.size(); i-- > keep;) {
-            calls.open[i].weight_ns += sample.weight_ns / 2;
+            calls.open[i].weight_ns += amount / 2;
             close(calls.open[i], false);
             ended_[i] = calls.open[i].function;
         }
@@ -203,7 +204,7 @@ void CallTracker::sample(const Sample& sample) {
     for (std::size_t i = 0; i < calls.open.size(); ++i) {
         OpenCall& call = calls.open[i];
         ++call.samples;
-        call.weight_ns += i < going_on ? sample.weight_ns : sample.weight_ns - sample.weight_ns / 2;
+        call.weight_ns += i < going_on ? amount : amount - amount / 2;
     }
 }
 

@@ -105,8 +105,10 @@ void TopModel::sample(const model::Sample& sample) {
         ++state.current.gil_ticks;
     }
     if (options_.calls) {
-        if (!calls_ || calls_restart_)
+        if (!calls_ || calls_restart_) {
             calls_ = std::make_unique<model::CallTracker>(frames_, stacks_, true);
+            calls_->measure_cpu_time(options_.cpu_calls);
+        }
         calls_restart_ = false;
         calls_->sample(sample);
     }

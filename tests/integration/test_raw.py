@@ -248,7 +248,7 @@ class RawTests(unittest.TestCase):
                         raw)
         with open(raw, "rb") as f:
             data = bytearray(f.read())
-        data[8:10] = struct.pack("<H", 5)
+        data[8:10] = struct.pack("<H", 6)
         data[12:16] = struct.pack("<I", zlib.crc32(bytes(data[:12])))
         newer = os.path.join(d, "newer.sgr")
         with open(newer, "wb") as f:
@@ -256,7 +256,7 @@ class RawTests(unittest.TestCase):
         out = os.path.join(d, "out.svg")
         result = self.report(newer, "-o", out, ok=False)
         self.assertEqual(result.returncode, 1)
-        self.assertIn("format version 5, newer than this spyglass reads (version 4)",
+        self.assertIn("format version 6, newer than this spyglass reads (version 5)",
                       result.stderr)
         self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
         self.assertFalse(os.path.exists(out))

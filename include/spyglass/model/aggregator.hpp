@@ -16,7 +16,7 @@ class Aggregator final : public SampleSink {
   public:
     Aggregator(const FrameTable& frames, const StackTable& stacks, bool keep_timeline);
 
-    void start(const RecordingInfo& info) override { info_ = info; }
+    void start(const RecordingInfo& info) override;
     void process(const ProcessInfo& info) override { processes_.push_back(info); }
     void thread(std::uint32_t index, const ThreadInfo& info) override;
     void sample(const Sample& sample) override;

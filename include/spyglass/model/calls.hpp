@@ -54,7 +54,7 @@ class DurationHistogram {
 inline constexpr std::uint32_t kAllThreads = std::numeric_limits<std::uint32_t>::max();
 
 // One function's calls. Wall time in every mode but --mode cpu, where only on-CPU samples are
-// taken and a call's time is the CPU time its samples stand for.
+// taken and a call's time is the CPU time its samples measured.
 struct CallStats {
     StringId function{}; // of the frame table the profile points to
     StringId file{};
@@ -92,6 +92,9 @@ struct CallTable {
 class CallTracker {
   public:
     CallTracker(const FrameTable& frames, const StackTable& stacks, bool per_thread);
+    // --mode cpu: a call's duration is the CPU time of its samples (Sample::cpu_ns), not the
+    // time they stand for (a thread that is runnable and waits for a CPU is sampled as on-CPU).
+    void measure_cpu_time(bool on) noexcept { cpu_time_ = on; }
     void sample(const Sample& sample);
     // The table so far: calls still running are counted as open, and stay running.
     [[nodiscard]] CallTable table() const;
@@ -134,6 +137,7 @@ class CallTracker {
     std::uint64_t sample_number_ = 0;
     std::uint64_t without_identity_ = 0;
     bool identified_ = false; // some sample said which of its calls were new
+    bool cpu_time_ = false;
 };
 
 } // namespace spyglass::model

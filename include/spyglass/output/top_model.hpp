@@ -106,6 +106,7 @@ struct TopModelOptions {
     double rate_hz = 100;
     bool line_numbers = true; // false: rows show no line
     bool calls = false;       // follow calls (top --calls): TopQuery::calls can show them
+    bool cpu_calls = false;   // --mode cpu: a call's duration is its CPU time
 };
 
 class TopModel final : public model::SampleSink {
